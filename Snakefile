@@ -1,0 +1,73 @@
+# repro26: one DAG from data to every method's figures, claims and the report.
+#   snakemake --cores all                         # every built method at `small`, then the report
+#   snakemake --cores all kernel_bandits          # one method
+#   snakemake --cores all --config scale=smoke    # another scale
+#   snakemake --workflow-profile profiles/slurm --config scale=paper
+import json
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+# Each method's section has its own file, so methods can be edited and reviewed apart.
+for _method_config in sorted(Path(workflow.basedir, "config/methods").glob("*.yaml")):
+
+    configfile: _method_config
+
+
+include: "workflow/rules/common.smk"
+
+
+for _method in BUILT_METHODS:
+
+    include: f"workflow/rules/{_method}.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        REPORT_MD,
+        REPORT_HTML,
+
+
+localrules:
+    method_config,
+
+
+rule method_config:
+    """The method's config section, where its stages read it. It reruns (and with it the
+    method's whole DAG) only when that section changes."""
+    output:
+        f"{RESULTS}/{{method}}/config.json",
+    params:
+        resolved=lambda w: json.dumps({"scale": SCALE, w.method: config[w.method]}, sort_keys=True),
+    wildcard_constraints:
+        method="|".join(BUILT_METHODS) or "NO_METHOD_BUILT",
+    log:
+        f"{RESULTS}/{{method}}/logs/config.log",
+    conda:
+        "environment.yml"
+    shell:
+        "printf '%s\\n' {params.resolved:q} > {output} 2> {log}"
+
+
+rule report:
+    input:
+        claims=[claims_path(m) for m in BUILT_METHODS],
+        figures=[fig for m in BUILT_METHODS for fig in METHOD_FIGURES.get(m, [])],
+    output:
+        md=REPORT_MD,
+        html=REPORT_HTML,
+    params:
+        scale=SCALE,
+    log:
+        f"results/{SCALE}/logs/report.log",
+    conda:
+        "environment.yml"
+    shell:
+        "repro26 report --scale {params.scale} --input {input.claims} --out {output.md} > {log} 2>&1"

@@ -1,0 +1,44 @@
+"""Time a function of ours against a reference implementation in the same process.
+
+    from benchmarks.runner import compare
+    compare("srgw n=1000", ours=lambda: solve(A), reference=lambda: ot.gromov...(A), repeats=5)
+
+Warm-up calls (JIT compilation, caches) are excluded; each side is timed ``repeats`` times and
+the medians are compared. JAX results are blocked on before the clock stops. Prints one row
+(name, ours, reference, reference/ours) and returns it; ratio > 1 means ours is faster.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def _block(result: Any) -> Any:
+    import jax
+
+    return jax.block_until_ready(result)
+
+
+def median_time(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` calls, after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        _block(fn())
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        _block(fn())
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def compare(name: str, ours: Callable[[], Any], reference: Callable[[], Any],
+            repeats: int = 5, warmup: int = 1) -> dict[str, float | str]:
+    t_ours = median_time(ours, repeats, warmup)
+    t_ref = median_time(reference, repeats, warmup)
+    row = {"name": name, "ours_s": t_ours, "reference_s": t_ref, "speedup": t_ref / t_ours}
+    print(f"{name:<40} ours {t_ours * 1e3:10.2f} ms   reference {t_ref * 1e3:10.2f} ms   "
+          f"reference/ours {t_ref / t_ours:6.2f}x", flush=True)
+    return row

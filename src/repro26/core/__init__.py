@@ -1,0 +1,1 @@
+"""Method-agnostic pieces: config, training loop, atomic io, claims, plotting, report, CLI."""

@@ -1,0 +1,195 @@
+"""Configuration: scale presets merged into typed, validated method configs.
+
+A method's section in the config (``config/methods/<method>.yaml``) has the form::
+
+    kernel_bandits:
+      common: {kernel: matern32, lengthscale: 0.2}   # shared by every scale
+      smoke:  {horizon: 200, seeds: [0, 1]}
+      small:  {horizon: 20000, seeds: [0, 1, 2, 3, 4]}
+      paper:  {horizon: 100000, seeds: [0, ..., 9]}
+
+``resolve_section(section, scale)`` merges ``common`` with the scale's overrides (nested
+dicts merged key by key). ``parse_config(Config, values, where)`` turns the merged dict into the
+method's frozen dataclass, checking every field's type. Any problem raises
+:class:`ConfigError` with one line naming the field and what is allowed; the CLI turns that into
+exit code 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+import yaml
+
+SCALES: tuple[str, ...] = ("smoke", "small", "paper")
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A config value is missing, unknown or of the wrong type (one line, names the field)."""
+
+
+class UsageError(ValueError):
+    """A command-line argument or input file is wrong (one line, names what is allowed)."""
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML or JSON mapping; a missing or malformed file is a :class:`UsageError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"config file {path}{where} is not valid YAML") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(f"config file {path} must hold a mapping, got {type(data).__name__}")
+    return data
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``base`` updated by ``override``; nested mappings merge key by key."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def check_scale(scale: str) -> str:
+    if scale not in SCALES:
+        raise ConfigError(f"scale: '{scale}' is not allowed; use one of {', '.join(SCALES)}")
+    return scale
+
+
+def resolve_section(section: Mapping[str, Any], scale: str, where: str) -> dict[str, Any]:
+    """Merge ``section['common']`` with ``section[scale]``."""
+    check_scale(scale)
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where}: must be a mapping with keys common/{'/'.join(SCALES)}")
+    unknown = set(section) - {"common", *SCALES}
+    if unknown:
+        raise ConfigError(
+            f"{where}.{sorted(unknown)[0]}: unknown key; allowed: common, {', '.join(SCALES)}"
+        )
+    if scale not in section:
+        raise ConfigError(f"{where}.{scale}: missing; every method needs smoke, small and paper")
+    return deep_merge(section.get("common") or {}, section.get(scale) or {})
+
+
+def method_section(config: Mapping[str, Any], method: str, config_dir: Path | None) -> Mapping:
+    """The method's section from a full config, else from ``config_dir/methods/<method>.yaml``."""
+    if method in config:
+        return config[method]
+    if config_dir is not None:
+        path = config_dir / "methods" / f"{method}.yaml"
+        if path.is_file():
+            data = load_yaml(path)
+            if method in data:
+                return data[method]
+    raise ConfigError(f"{method}: no config section found (expected config/methods/{method}.yaml)")
+
+
+def _type_name(tp: Any) -> str:
+    if get_origin(tp) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; ints are accepted where floats are."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return value
+    if origin is Literal:
+        if value not in get_args(tp):
+            raise ConfigError(f"{where}: {value!r} is not allowed; use {_type_name(tp)}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        for option in get_args(tp):
+            if option is type(None) and value is None:
+                return None
+            try:
+                return _coerce(value, option, where)
+            except ConfigError:
+                continue
+        allowed = " or ".join(_type_name(a) for a in get_args(tp))
+        raise ConfigError(f"{where}: expected {allowed}, got {value!r}")
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        args = get_args(tp)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            args = (args[0],)
+        if origin is tuple and args and len(args) > 1:
+            if len(value) != len(args):
+                raise ConfigError(f"{where}: expected {len(args)} entries, got {len(value)}")
+            return tuple(_coerce(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+        inner = args[0] if args else Any
+        return tuple(_coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        _, value_tp = get_args(tp) or (str, Any)
+        return {k: _coerce(v, value_tp, f"{where}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return parse_config(tp, value, where)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    raise TypeError(f"{where}: unsupported config annotation {tp!r}")
+
+
+def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
+    """Build the frozen dataclass ``cls`` from ``values``, naming the first bad field."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {values!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown field; allowed: {', '.join(fields)}")
+    kwargs = {}
+    for name, field in fields.items():
+        if name in values:
+            kwargs[name] = _coerce(values[name], hints[name], f"{where}.{name}")
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{where}.{name}: missing (type {_type_name(hints[name])})")
+    return cls(**kwargs)
+
+
+def config_hash(values: Mapping[str, Any]) -> str:
+    """Short stable hash of a resolved config (recorded in every results file)."""
+    blob = json.dumps(values, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def as_dict(cfg: Any) -> dict[str, Any]:
+    return dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg)

@@ -1,0 +1,197 @@
+"""Atomic file output, checkpoints and tidy results tables.
+
+Every write goes to a temporary file in the destination folder and is renamed over the target
+(``os.replace`` is atomic on POSIX), so a killed job never leaves a half-written result that
+Snakemake or a later stage could mistake for a finished one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from repro26.core.config import UsageError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def _to_jsonable(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):  # numpy / jax arrays and scalars
+        return _to_jsonable(np.asarray(obj).tolist())
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None if np.isnan(obj) else (1e308 if obj > 0 else -1e308)
+    return obj
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(_to_jsonable(obj), indent=2) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"input file {path} does not exist (run the stage that writes it)")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise UsageError(f"input file {path} is not valid JSON") from None
+
+
+@cache
+def git_commit() -> str:
+    """The repository's HEAD commit (with ``+dirty`` when the tree has changes), or unknown."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True,
+            text=True, check=True, timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+            capture_output=True, text=True, timeout=10,
+        ).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_metadata(cfg_hash: str, **extra: Any) -> dict[str, Any]:
+    """Provenance recorded in every results file: JAX version, git commit, config hash."""
+    import jax
+
+    return {
+        "jax_version": jax.__version__,
+        "backend": jax.default_backend(),
+        "git_commit": git_commit(),
+        "config_hash": cfg_hash,
+        **extra,
+    }
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def write_table(
+    path: str | Path,
+    rows: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]],
+    meta: Mapping[str, Any],
+) -> None:
+    """Write a tidy CSV (one observation a row); ``meta`` goes in ``# key: value`` lines.
+
+    ``rows`` is a list of records or a mapping of equal-length columns. Read it back with
+    :func:`read_table`, or ``pandas.read_csv(path, comment="#")``.
+    """
+    if isinstance(rows, Mapping):
+        columns = list(rows)
+        lengths = {len(np.atleast_1d(np.asarray(v))) for v in rows.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"table columns have different lengths: {sorted(lengths)}")
+        n = lengths.pop() if lengths else 0
+        records = [{c: np.asarray(rows[c]).reshape(-1)[i] for c in columns} for i in range(n)]
+    else:
+        records = list(rows)
+        columns = list(dict.fromkeys(k for r in records for k in r))
+    buf = io.StringIO()
+    for key, value in meta.items():
+        buf.write(f"# {key}: {value}\n")
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for record in records:
+        writer.writerow({k: _to_jsonable(v) for k, v in record.items()})
+    atomic_write_text(path, buf.getvalue())
+
+
+def _parse_cell(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(text, text)
+
+
+def read_table(path: str | Path) -> dict[str, np.ndarray]:
+    """Read a table written by :func:`write_table` as a mapping of column arrays."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"input table {path} does not exist (run the stage that writes it)")
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    reader = csv.DictReader(lines)
+    records = list(reader)
+    columns = reader.fieldnames or []
+    return {c: np.asarray([_parse_cell(r[c]) for r in records]) for c in columns}
+
+
+def read_table_meta(path: str | Path) -> dict[str, str]:
+    meta = {}
+    for line in Path(path).read_text().splitlines():
+        if not line.startswith("# "):
+            break
+        key, _, value = line[2:].partition(": ")
+        meta[key] = value
+    return meta
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def save_checkpoint(path: str | Path, tree: Any, step: int) -> None:
+    """Serialise the pytree ``tree`` (arrays and eqx modules) and its step, atomically."""
+    import equinox as eqx
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(int(step).to_bytes(8, "little"))
+            eqx.tree_serialise_leaves(f, tree)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def load_checkpoint(path: str | Path, like: Any) -> tuple[Any, int]:
+    """Load a checkpoint into the structure of ``like``; returns ``(tree, step)``."""
+    import equinox as eqx
+
+    with open(path, "rb") as f:
+        step = int.from_bytes(f.read(8), "little")
+        tree = eqx.tree_deserialise_leaves(f, like)
+    return tree, step

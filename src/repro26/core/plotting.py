@@ -1,0 +1,58 @@
+"""One figure style for the project; every figure saved as PNG and PDF, atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from repro26.core import io  # noqa: E402
+from repro26.core.stats import mean_ci  # noqa: E402
+
+STYLE = {
+    "figure.dpi": 110,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.5,
+    "errorbar.capsize": 2,
+}
+
+
+def subplots(nrows: int = 1, ncols: int = 1, width: float = 3.4, height: float = 2.8, **kw):
+    """``plt.subplots`` in the project style; ``width``/``height`` are per panel, inches."""
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
+                                 squeeze=False, **kw)
+    return fig, axes
+
+
+def save(fig, png_path: str | Path) -> None:
+    """Save ``fig`` as ``png_path`` and the same name with ``.pdf``; then close it."""
+    png_path = Path(png_path)
+    if png_path.suffix != ".png":
+        raise ValueError(f"figure path must end in .png, got {png_path}")
+    with plt.rc_context(STYLE):
+        for path in (png_path, png_path.with_suffix(".pdf")):
+            with io.atomic_path(path) as tmp:
+                fig.savefig(tmp, format=path.suffix[1:])
+    plt.close(fig)
+
+
+def line_with_ci(ax, x, y_by_seed, label: str | None = None, **kw):
+    """Mean over seeds (rows of ``y_by_seed``) with a shaded 95% CI band."""
+    mean, half = mean_ci(np.asarray(y_by_seed, float), axis=0)
+    (line,) = ax.plot(x, mean, label=label, **kw)
+    ax.fill_between(x, mean - half, mean + half, color=line.get_color(), alpha=0.2, linewidth=0)
+    return line
