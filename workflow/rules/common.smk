@@ -88,9 +88,7 @@ def stage(method, name, extra=""):
 
 def train_resources(mem_mb_small=2000, mem_mb_paper=32000, runtime_paper=720):
     """Resources of a training job: a GPU and more memory at `paper` scale (SLURM reads them)."""
-    paper = SCALE == "paper"
-    return {
-        "mem_mb": mem_mb_paper if paper else mem_mb_small,
-        "runtime": runtime_paper if paper else 60,
-        "gpu": 1 if paper else 0,
-    }
+    if SCALE == "paper":
+        return {"mem_mb": mem_mb_paper, "runtime": runtime_paper, "gpu": 1,
+                "slurm_partition": config["gpu_partition"]}
+    return {"mem_mb": mem_mb_small, "runtime": 60, "gpu": 0}

@@ -1,0 +1,55 @@
+"""Claims are computed from numbers; the report is built from claims files."""
+
+import json
+
+import numpy as np
+
+from repro26.core import plotting
+from repro26.core.claims import Claim, read_claims, write_claims
+from repro26.core.report import build_report
+from repro26.core.stats import loglog_slope, loglog_slope_over_seeds, mean_ci, summary
+
+
+def test_claim_verdict_is_the_predicate_value():
+    measured = {"slope": summary([-0.98, -1.02, -1.0])}
+    held = Claim.check("rate", "gap is O(1/n)", "slope -1", measured,
+                       lambda m: -1.3 <= m["slope"]["mean"] <= -0.7, "slope in [-1.3, -0.7]")
+    missed = Claim.check("rate2", "gap is O(1/n^2)", "slope -2", measured,
+                         lambda m: m["slope"]["mean"] < -1.7, "slope < -1.7")
+    assert held.holds is True and missed.holds is False
+
+
+def test_stats_match_closed_forms():
+    n = np.array([10, 100, 1000.0])
+    assert abs(loglog_slope(n, 3.0 / n) + 1.0) < 1e-12
+    per_seed = np.stack([2.0 * n**0.5, 5.0 * n**0.5])
+    out = loglog_slope_over_seeds(n, per_seed)
+    assert abs(out["mean"] - 0.5) < 1e-12 and out["ci95"][0] <= 0.5 <= out["ci95"][1]
+    mean, half = mean_ci(np.array([1.0, 2.0, 3.0]))
+    # t_{0.975, 2} = 4.3027; sem = 1/sqrt(3)
+    assert mean == 2.0 and abs(half - 4.302652729911275 / np.sqrt(3)) < 1e-9
+
+
+def test_report_tables_verdicts_and_figures(tmp_path):
+    for method, slope in (("srgw", -0.9), ("kernel_bandits", 0.9)):
+        folder = tmp_path / "small" / method
+        claim = Claim.check("slope", "regret slope below 0.75", "0.5", {"slope": slope},
+                            lambda m: m["slope"] < 0.75, "slope < 0.75")
+        write_claims(folder / "claims.json", method, "small", [0, 1], [claim],
+                     {"jax_version": "0.7.2", "git_commit": "abc", "config_hash": "h"})
+        fig, axes = plotting.subplots()
+        plotting.line_with_ci(axes[0, 0], np.arange(3), np.ones((2, 3)), label="x")
+        axes[0, 0].set_xlabel("n")
+        plotting.save(fig, folder / "figures" / "rate.png")
+        assert (folder / "figures" / "rate.pdf").stat().st_size > 0
+    files = sorted((tmp_path / "small").glob("*/claims.json"))
+    assert read_claims(files[0])["method"] == "kernel_bandits"
+    md, html = tmp_path / "small" / "report.md", tmp_path / "small" / "report.html"
+    build_report(files, "small", md, html)
+    text = md.read_text()
+    assert "2 methods, 2 claims: 1 held, 1 did not hold." in text
+    assert text.index("## kernel_bandits") < text.index("## srgw")
+    assert "| **slope**: regret slope below 0.75 | 0.5 | slope: 0.9 | slope < 0.75 | **did not hold** |" in text
+    assert "[rate](srgw/figures/rate.png)" in text
+    assert html.read_text().count("data:image/png;base64,") == 2
+    assert json.loads(files[1].read_text())["claims"][0]["holds"] is True

@@ -1,0 +1,90 @@
+"""Atomic writes, tables and checkpoints."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import equinox as eqx
+import jax
+import numpy as np
+import pytest
+
+from repro26.core import io
+
+
+def test_atomic_write_leaves_nothing_when_the_writer_fails(tmp_path):
+    target = tmp_path / "result.json"
+    with pytest.raises(RuntimeError):
+        with io.atomic_path(target) as tmp:
+            tmp.write_text('{"partial": ')
+            raise RuntimeError("killed mid-write")
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_write_keeps_the_old_file_until_the_new_one_is_complete(tmp_path):
+    target = tmp_path / "table.csv"
+    io.atomic_write_text(target, "old\n")
+    with pytest.raises(RuntimeError):
+        with io.atomic_path(target) as tmp:
+            tmp.write_text("new but incomplete")
+            raise RuntimeError
+    assert target.read_text() == "old\n"
+
+
+def test_sigkill_during_write_leaves_no_target(tmp_path):
+    """A process killed with SIGKILL while writing never leaves a partial target file."""
+    target = tmp_path / "big.bin"
+    code = (
+        "import time, sys\n"
+        "from repro26.core.io import atomic_path\n"
+        f"with atomic_path({str(target)!r}) as tmp:\n"
+        "    with open(tmp, 'wb') as f:\n"
+        "        for _ in range(10000):\n"
+        "            f.write(b'x' * 1000); f.flush(); time.sleep(0.01)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):
+        time.sleep(0.05)
+    time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not target.exists()
+
+
+def test_table_round_trip_with_metadata(tmp_path):
+    path = tmp_path / "t.csv"
+    meta = {"jax_version": jax.__version__, "config_hash": "abc123"}
+    io.write_table(path, [{"n": 10, "err": 0.5, "algo": "exp3"}, {"n": 20, "err": 0.25, "algo": "gp"}], meta)
+    table = io.read_table(path)
+    np.testing.assert_array_equal(table["n"], [10, 20])
+    np.testing.assert_allclose(table["err"], [0.5, 0.25])
+    assert list(table["algo"]) == ["exp3", "gp"]
+    assert io.read_table_meta(path) == meta
+    io.write_table(path, {"x": np.arange(3), "y": np.ones(3)}, meta)
+    np.testing.assert_array_equal(io.read_table(path)["x"], [0, 1, 2])
+
+
+def test_missing_input_table_is_a_usage_error(tmp_path):
+    with pytest.raises(io.UsageError, match="does not exist"):
+        io.read_table(tmp_path / "absent.csv")
+
+
+def test_checkpoint_round_trip_of_an_equinox_module(tmp_path):
+    model = eqx.nn.MLP(3, 2, 8, 2, key=jax.random.key(0))
+    io.save_checkpoint(tmp_path / "m.ckpt", model, step=42)
+    blank = eqx.nn.MLP(3, 2, 8, 2, key=jax.random.key(1))
+    loaded, step = io.load_checkpoint(tmp_path / "m.ckpt", blank)
+    assert step == 42
+    for a, b in zip(jax.tree.leaves(model), jax.tree.leaves(loaded)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_run_metadata_records_provenance():
+    meta = io.run_metadata("deadbeef", method="x")
+    assert meta["jax_version"] == jax.__version__
+    assert meta["config_hash"] == "deadbeef" and meta["method"] == "x"
+    assert meta["git_commit"]

@@ -1,0 +1,108 @@
+"""The shared training loop: convergence, resume after a kill, NaN reporting."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from repro26.core.train import NonFiniteLossError, init_train_state, optax_step, run_loop
+
+W_TRUE = jnp.array([1.0, -2.0])
+
+
+def regression_loss(model, data, key):
+    """Least squares on a fresh batch y = x·w + 0.5 each step."""
+    x = jax.random.normal(key, (16, 2))
+    err = jax.vmap(model)(x)[:, 0] - (x @ data + 0.5)
+    mse = jnp.mean(err**2)
+    return mse, {"mse": mse}
+
+
+OPTIMIZER = optax.adam(5e-2)
+STEP = optax_step(regression_loss, OPTIMIZER)
+
+
+def fresh_state():
+    return init_train_state(eqx.nn.Linear(2, 1, key=jax.random.key(0)), OPTIMIZER)
+
+
+def train(num_steps, ckpt=None):
+    return run_loop(STEP, fresh_state(), W_TRUE, key=jax.random.key(1), num_steps=num_steps,
+                    chunk_size=25, checkpoint_path=ckpt, checkpoint_every=50 if ckpt else None,
+                    progress=False)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted():
+    return train(300)
+
+
+def test_loop_fits_a_linear_model(uninterrupted):
+    state, history = uninterrupted
+    np.testing.assert_allclose(state.model.weight[0], W_TRUE, atol=1e-3)
+    assert history["loss"].shape == (300,) and history["loss"][-1] < 1e-5
+
+
+def test_resume_reaches_the_same_parameters(tmp_path, uninterrupted):
+    ckpt = tmp_path / "run.ckpt"
+    train(150, ckpt)  # "killed" after 150 steps: only the checkpoint survives
+    state, history = train(300, ckpt)
+    ref_state, ref_history = uninterrupted
+    for a, b in zip(jax.tree.leaves(eqx.filter(state, eqx.is_array)),
+                    jax.tree.leaves(eqx.filter(ref_state, eqx.is_array))):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(history["loss"], ref_history["loss"])
+
+
+def test_sigkilled_run_resumes_from_its_last_checkpoint(tmp_path, uninterrupted):
+    """Kill a real training process mid-run; resuming in this process matches the clean run."""
+    ckpt = tmp_path / "run.ckpt"
+    code = (
+        "import time, jax\n"
+        f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import test_train as t\n"
+        "from repro26.core.train import run_loop\n"
+        "slow = lambda s, d, k: (jax.debug.callback(lambda: time.sleep(0.01)), t.STEP(s, d, k))[1]\n"
+        "run_loop(slow, t.fresh_state(), t.W_TRUE, key=jax.random.key(1), num_steps=300,\n"
+        f"         chunk_size=25, checkpoint_path={str(ckpt)!r}, checkpoint_every=50, progress=False)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 60
+    while time.time() < deadline and not ckpt.exists() and proc.poll() is None:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert ckpt.exists(), "the child never wrote a checkpoint"
+    state, _ = train(300, ckpt)
+    for a, b in zip(jax.tree.leaves(eqx.filter(state, eqx.is_array)),
+                    jax.tree.leaves(eqx.filter(uninterrupted[0], eqx.is_array))):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_nan_stops_with_step_and_term():
+    def loss_with_nan(model, data, key):
+        x = jax.random.normal(key, (4, 2))
+        fit = jnp.mean(jax.vmap(model)(x) ** 2)
+        log_term = jnp.log(model.bias[0] - 10.0)  # NaN from the first step
+        return fit, {"fit": fit, "log_barrier": log_term}
+
+    step = optax_step(loss_with_nan, OPTIMIZER)
+    with pytest.raises(NonFiniteLossError, match=r"step 0: training metric 'log_barrier' is not finite"):
+        run_loop(step, fresh_state(), None, key=jax.random.key(0), num_steps=10, chunk_size=5,
+                 progress=False)
+
+
+def test_vmapped_seeds_give_per_seed_metrics():
+    states = jax.vmap(lambda k: init_train_state(eqx.nn.Linear(2, 1, key=k), OPTIMIZER))(
+        jax.random.split(jax.random.key(0), 3))
+    _, history = run_loop(jax.vmap(STEP, in_axes=(0, None, None)), states, W_TRUE,
+                          key=jax.random.key(1), num_steps=20, chunk_size=10, progress=False)
+    assert history["loss"].shape == (20, 3)

@@ -1,0 +1,82 @@
+"""The Snakemake DAG: plans at every scale, lint-clean, profiles parse, bad config exits 2."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from repro26.core.registry import METHODS, implemented_methods
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def snakemake(*args, cwd=REPO):
+    return subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def planned_jobs(stdout: str) -> dict[str, int]:
+    """Parse the 'Job stats' table of a dry run into {rule: count}."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Job stats:"))
+    jobs = {}
+    for line in lines[start + 3:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        jobs[parts[0]] = int(parts[1])
+    return jobs
+
+
+@pytest.mark.parametrize("scale", ["smoke", "small", "paper"])
+def test_dry_run_plans_every_built_method_and_the_report(scale):
+    result = snakemake("-n", "--forceall", "--config", f"scale={scale}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = planned_jobs(result.stdout)
+    assert jobs["all"] == 1 and jobs["report"] == 1
+    for method in implemented_methods():
+        assert jobs.get(method) == 1, f"named rule {method} not planned at {scale}"
+        assert f"results/{scale}/{method}/claims.json" in result.stdout
+
+
+def test_slurm_profile_parses_and_plans_every_job():
+    profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    assert {"jobs", "latency-wait", "retries", "default-resources"} <= set(profile)
+    local = snakemake("-n", "--forceall", "--config", "scale=paper")
+    slurm = snakemake("-n", "--forceall", "--workflow-profile", "profiles/slurm", "--config", "scale=paper")
+    assert slurm.returncode == 0, slurm.stderr[-2000:]
+    assert planned_jobs(slurm.stdout) == planned_jobs(local.stdout)
+
+
+def test_default_profile_is_local():
+    profile = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
+    assert profile["cores"] == "all" and "params" in profile["rerun-triggers"]
+
+
+def test_lint_is_clean():
+    result = snakemake("--lint")
+    assert result.returncode == 0
+    assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("scale=huge", "repro26: config error: config.scale: 'huge' is not one of ['smoke', 'small', 'paper']"),
+        ("threads=0", "repro26: config error: config.threads: 0 is less than the minimum of 1"),
+    ],
+)
+def test_bad_config_is_one_line_and_exit_2(override, message):
+    result = snakemake("-n", "--config", override)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("repro26:")]
+    assert errors == [message]
+    assert "Traceback" not in result.stderr
+
+
+def test_every_rule_file_belongs_to_a_known_method():
+    for smk in (REPO / "workflow/rules").glob("*.smk"):
+        assert smk.stem == "common" or smk.stem in METHODS, smk
