@@ -71,3 +71,4 @@ rule report:
         "environment.yml"
     shell:
         "repro26 report --scale {params.scale} --input {input.claims} --out {output.md} > {log} 2>&1"
+

@@ -92,3 +92,4 @@ def train_resources(mem_mb_small=2000, mem_mb_paper=32000, runtime_paper=720):
         return {"mem_mb": mem_mb_paper, "runtime": runtime_paper, "gpu": 1,
                 "slurm_partition": config["gpu_partition"]}
     return {"mem_mb": mem_mb_small, "runtime": 60, "gpu": 0}
+
