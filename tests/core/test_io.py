@@ -64,8 +64,16 @@ def test_table_round_trip_with_metadata(tmp_path):
     np.testing.assert_allclose(table["err"], [0.5, 0.25])
     assert list(table["algo"]) == ["exp3", "gp"]
     assert io.read_table_meta(path) == meta
-    io.write_table(path, {"x": np.arange(3), "y": np.ones(3)}, meta)
-    np.testing.assert_array_equal(io.read_table(path)["x"], [0, 1, 2])
+    io.write_table(path, {"x": np.arange(3), "y": np.array([1.0, np.nan, 2.0])}, meta)
+    table = io.read_table(path)
+    np.testing.assert_array_equal(table["x"], [0, 1, 2])
+    assert table["y"].dtype == float and np.isnan(table["y"][1])
+
+
+def test_npz_round_trip(tmp_path):
+    io.write_npz(tmp_path / "a.npz", x=np.arange(4), y=jax.numpy.ones(2))
+    with np.load(tmp_path / "a.npz") as data:
+        np.testing.assert_array_equal(data["x"], np.arange(4))
 
 
 def test_missing_input_table_is_a_usage_error(tmp_path):

@@ -142,6 +142,8 @@ def write_table(
 
 
 def _parse_cell(text: str) -> Any:
+    if text == "":  # write_table stores NaN as an empty cell
+        return float("nan")
     for cast in (int, float):
         try:
             return cast(text)
@@ -160,6 +162,13 @@ def read_table(path: str | Path) -> dict[str, np.ndarray]:
     records = list(reader)
     columns = reader.fieldnames or []
     return {c: np.asarray([_parse_cell(r[c]) for r in records]) for c in columns}
+
+
+def write_npz(path: str | Path, **arrays: Any) -> None:
+    """``np.savez`` atomically (arrays from numpy or JAX)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()})
 
 
 def read_table_meta(path: str | Path) -> dict[str, str]:

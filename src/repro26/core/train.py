@@ -160,7 +160,5 @@ def run_loop(
 
 def _save(ckpt: Path, hist_path: Path, state: Any, step: int, history: dict) -> None:
     """History first, then the state: a kill between the two leaves a consistent pair."""
-    with io.atomic_path(hist_path) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, **{k: np.concatenate(v) for k, v in history.items()})
+    io.write_npz(hist_path, **{k: np.concatenate(v) for k, v in history.items()})
     io.save_checkpoint(ckpt, state, step)
