@@ -1,0 +1,118 @@
+"""Metrics per task and seed: ELBO, ESS, log-evidence, posterior of internal nodes; and the
+cost of a training step against tree size (experiment 4).
+
+Methods: ``nbffg`` (trained residual), ``bffg`` (linear guiding), ``naive`` (unguided forward
+simulation + importance weights), ``mcmc`` (guided-proposal pCN, ``mcmc_ref_chains`` chains sharing the same number of
+forward solves). Posterior means of importance samplers are self-normalised. References: exact Gaussian
+conditioning (linear tasks), a long multi-chain pCN run (nonlinear tasks), the simulated truth
+(shape tasks: ancestral reconstruction error).
+"""
+
+from __future__ import annotations
+
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from repro26.core.train import init_train_state, optax_step
+from repro26.nbffg import data as D
+from repro26.nbffg import losses as L
+from repro26.nbffg import solvers as S
+from repro26.nbffg import train as T
+
+IS_METHODS = ("nbffg", "bffg", "naive")
+
+
+@eqx.filter_jit
+def _importance(residual, problem: L.Problem, key, num: int, naive):
+    def one(k):
+        z0, noise = L.draw_noise(k, problem, problem.tree.n + 1)
+        return L.tree_sample(residual, problem, z0, noise, naive)
+
+    xs, elbo, lw = jax.lax.map(one, jax.random.split(key, num), batch_size=64)
+    return {"elbo": jnp.mean(elbo), "log_z": jax.nn.logsumexp(lw) - jnp.log(num),
+            "ess": S.normalised_ess(lw), "mean": S.weighted_mean(lw, xs)}
+
+
+@eqx.filter_jit
+def _mcmc(residual, problem: L.Problem, key, num_iters, rho: float, chains: int):
+    means, acc = jax.vmap(lambda k: L.pcn_chain(residual, problem, k, num_iters, rho,
+                                                num_iters // 5))(jax.random.split(key, chains))
+    return jnp.mean(means, 0), jnp.mean(acc)
+
+
+def internal_rmse(est: np.ndarray, ref: np.ndarray, internal: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((est[internal] - ref[internal]) ** 2)))
+
+
+def evaluate(cfg, task: D.Task, arrays: dict, model, seed: int):
+    """All methods on one task/seed; returns (metric rows, node-posterior rows)."""
+    e = cfg.evaluate
+    problem = L.build_problem(cfg, task, arrays)
+    n = problem.tree.n
+    internal = np.asarray(problem.tree.is_leaf)[:n] == 0
+    key = jax.random.key(10_000 + seed)
+    k_is, k_mc, k_ref = jax.random.split(key, 3)
+    zero = L.zeroed(model)
+    results = {
+        "nbffg": _importance(model, problem, k_is, e.samples, jnp.array(False)),
+        "bffg": _importance(zero, problem, k_is, e.samples, jnp.array(False)),
+        "naive": _importance(zero, problem, k_is, e.samples, jnp.array(True)),
+    }
+    chains = e.mcmc_ref_chains
+    mc_mean, mc_acc = _mcmc(zero, problem, k_mc, jnp.array(max(e.samples // chains, 2)),
+                            e.mcmc_rho, chains)
+    if task.dynamics == "linear":
+        mean, _, log_p = S.exact_gaussian_tree(
+            arrays["parent"], arrays["length"],
+            tuple(np.asarray(v) for v in (problem.proxy.B, problem.proxy.beta, problem.proxy.sigma)),
+            *(np.asarray(v, np.float64) for v in D.make_dynamics(cfg, task)[1:]),
+            arrays["obs"], arrays["observed"] > 0, problem.obs_var)
+        reference, ref_kind = mean, "exact"
+    elif task.dynamics == "shapes":
+        reference, ref_kind, log_p = arrays["truth"], "truth", np.nan
+    else:
+        ref_mean, _ = _mcmc(zero, problem, k_ref, jnp.array(e.mcmc_ref_iters), e.mcmc_rho, chains)
+        reference, ref_kind, log_p = np.asarray(ref_mean)[:n], "mcmc_long", np.nan
+    rows = []
+    for method, r in results.items():
+        rows.append({"task": task.name, "seed": seed, "method": method,
+                     "elbo": float(r["elbo"]), "log_z": float(r["log_z"]), "ess": float(r["ess"]),
+                     "post_rmse": internal_rmse(np.asarray(r["mean"])[:n], reference, internal),
+                     "reference": ref_kind, "exact_log_p": float(log_p), "accept": np.nan})
+    rows.append({"task": task.name, "seed": seed, "method": "mcmc", "elbo": np.nan,
+                 "log_z": np.nan, "ess": np.nan,
+                 "post_rmse": internal_rmse(np.asarray(mc_mean)[:n], reference, internal),
+                 "reference": ref_kind, "exact_log_p": float(log_p), "accept": float(mc_acc)})
+    estimates = {**{m: np.asarray(r["mean"])[:n] for m, r in results.items()},
+                 "mcmc": np.asarray(mc_mean)[:n], "reference": np.asarray(reference),
+                 "truth": arrays["truth"]}
+    node_rows = [{"node": v, "method": m, "coord": c, "value": float(x[v, c]),
+                  "internal": bool(internal[v]), "parent": int(arrays["parent"][v])}
+                 for m, x in estimates.items() for v in range(n) for c in range(x.shape[1])]
+    return rows, node_rows
+
+
+def step_cost(cfg, leaves: int, num_paths: int, repeats: int, seed: int) -> list[float]:
+    """Seconds per NBFFG training step (forward + backward + Adam) on a balanced tree."""
+    c = cfg.cost
+    task = D.parse_task(f"{c.dynamics}_balanced_{leaves}")
+    problem = L.build_problem(cfg, task, D.generate(cfg, task, seed))
+    model = T.init_residual(cfg, task, problem, jax.random.key(seed))
+    optimizer = optax.adam(cfg.train.lr)
+    step = eqx.filter_jit(optax_step(L.make_loss(c.batch, num_paths), optimizer))
+    state = init_train_state(model, optimizer)
+    state, metrics = step(state, problem, jax.random.key(0))
+    jax.block_until_ready(metrics["loss"])
+    times = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        for i in range(c.steps_per_timing):
+            state, metrics = step(state, problem, jax.random.key(r * 1000 + i + 1))
+        jax.block_until_ready(metrics["loss"])
+        times.append((time.perf_counter() - t0) / c.steps_per_timing)
+    return times

@@ -1,0 +1,167 @@
+"""ELBO (full tree and pathwise-subsampled), importance weights, and guided-proposal MCMC.
+
+For a residual ``u_theta`` (``u = 0``: BFFG) one forward sample gives
+
+    ELBO sample  = log p~(y) + sum_e [log psi_e - 1/2 int_e |u|^2 dt],
+    log weight   = ELBO sample - sum_e int_e u^T dW           (unbiased for p(y) after exp),
+
+and the *naive* baseline (unguided forward simulation) has log weight ``sum_v log p(y_v | x_v)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from repro26.nbffg import data as D
+from repro26.nbffg import model as M
+from repro26.nbffg import solvers as S
+
+
+class Problem(eqx.Module):
+    """One inference problem: tree, observations, dynamics and the precomputed guide."""
+
+    tree: S.Tree
+    guide: S.Guide
+    naive_guide: S.Guide
+    dynamics: Any
+    proxy: S.Proxy
+    obs: Float[Array, "n1 d"]
+    observed: Float[Array, " n1"]
+    obs_var: float = eqx.field(static=True)
+    num_steps: int = eqx.field(static=True)
+    m: int = eqx.field(static=True)
+
+
+def build_problem(cfg, task: D.Task, arrays: dict) -> Problem:
+    """Tree arrays + observations -> backward filter on the K-grid (theta-independent)."""
+    tree = S.make_tree(arrays["parent"], arrays["length"])
+    dyn, m0, P0 = D.make_dynamics(cfg, task)
+    proxy = dyn.proxy()
+    pad = lambda v: jnp.concatenate([jnp.asarray(v, jnp.float32), jnp.zeros_like(jnp.asarray(v[:1], jnp.float32))])  # noqa: E731
+    obs, observed = pad(arrays["obs"]), pad(arrays["observed"])
+    ov = D.obs_var(cfg, task)
+    K = cfg.steps_per_edge
+    guide = S.make_guide(tree, S.leaf_messages(tree, obs, observed, ov), proxy, m0, P0, K)
+    naive = S.zero_guide(tree, obs.shape[1], K, m0, P0)
+    return Problem(tree, guide, naive, dyn, proxy, obs, observed, ov, K, D.noise_dim(cfg, task))
+
+
+def draw_noise(key: PRNGKeyArray, problem: Problem, rows: int):
+    """Standard-normal root variable ``z0`` and edge increments ``(rows, K, m)``."""
+    k1, k2 = jax.random.split(key)
+    d = problem.obs.shape[1]
+    return jax.random.normal(k1, (d,)), jax.random.normal(k2, (rows, problem.num_steps, problem.m))
+
+
+def tree_sample(residual, problem: Problem, z0, noise, naive=False):
+    """One forward sample of the whole tree: node states, ELBO sample and log weight.
+
+    Guided (``naive=False``): ``log p~(y) + sum_e (log psi_e - 1/2 int|u|^2)`` and the same plus
+    ``-int u^T dW``. Naive (``naive=True``, may be traced): the unguided process with the
+    residual ignored, both numbers equal to ``sum_v log p(y_v | x_v)``.
+    """
+    guide = problem.guide if naive is False else jax.tree_util.tree_map(
+        lambda g, z: jnp.where(naive, z, g), problem.guide, problem.naive_guide)
+    xs, terms = S.forward_tree(problem.dynamics, problem.proxy, _masked(residual, naive),
+                               problem.tree, guide, z0, noise)
+    g, lw = S.elbo_terms(terms)
+    obs_ll = S.log_obs_density(xs, problem.obs, problem.observed, problem.obs_var)
+    elbo = jnp.where(naive, obs_ll, problem.guide.log_pt + jnp.sum(g))
+    return xs, elbo, jnp.where(naive, obs_ll, problem.guide.log_pt + jnp.sum(lw))
+
+
+class _Masked(eqx.Module):
+    residual: Any
+    off: Any
+
+    def __call__(self, s, x, guide, node):
+        return jnp.where(self.off, 0.0, self.residual(s, x, guide, node))
+
+
+def _masked(residual, off):
+    return residual if off is False else _Masked(residual, off)
+
+
+def path_elbo(residual, problem: Problem, key: PRNGKeyArray, num_paths: int):
+    """Pathwise-subsampled ELBO sample: ``num_paths`` uniform leaves, Horvitz–Thompson sum."""
+    k1, k2 = jax.random.split(key)
+    tree = problem.tree
+    leaf_idx = jax.random.randint(k1, (num_paths,), 0, tree.leaves.shape[0])
+    paths = tree.paths[leaf_idx]
+
+    def one(path, k):
+        z0, noise = draw_noise(k, problem, path.shape[0] - 1)
+        terms = S.forward_path(problem.dynamics, problem.proxy, residual, tree, problem.guide,
+                               path, z0, noise)
+        return S.elbo_terms(terms)[0]
+
+    g = jax.vmap(one)(paths, jax.random.split(k2, num_paths))
+    return problem.guide.log_pt + S.subsampled_edge_sum(g, paths, tree)
+
+
+def make_loss(num_samples: int, num_paths: int):
+    """``loss(model, problem, key) = -ELBO`` averaged over ``num_samples`` draws; full tree when
+    ``num_paths == 0``, else pathwise subsampling with ``num_paths`` paths per draw."""
+
+    def loss_fn(model, problem: Problem, key):
+        keys = jax.random.split(key, num_samples)
+        if num_paths == 0:
+            def one(k):
+                z0, noise = draw_noise(k, problem, problem.tree.n + 1)
+                _, elbo, lw = tree_sample(model, problem, z0, noise)
+                return elbo
+        else:
+            def one(k):
+                return path_elbo(model, problem, k, num_paths)
+        elbo = jax.vmap(one)(keys)
+        return -jnp.mean(elbo), {"elbo": jnp.mean(elbo)}
+
+    return loss_fn
+
+
+def pcn_chain(residual, problem: Problem, key: PRNGKeyArray, num_iters, rho: float, burn_in):
+    """Guided-proposal MCMC (BFFG guide): preconditioned Crank–Nicolson on the driving noise.
+
+    Latent ``Z = (z0, edge increments) ~ N(0, I)``, target ``∝ N(Z; 0, I) psi(X°(Z))``, proposal
+    ``Z' = rho Z + sqrt(1 - rho^2) xi`` (prior-reversible, so the acceptance ratio is
+    ``psi(Z') / psi(Z)``). ``residual`` must output 0 (pass a zeroed ``Residual`` so the
+    compiled forward pass is shared with the importance samplers); ``num_iters`` and ``burn_in``
+    may be traced. Returns the posterior mean of node states after burn-in and the acceptance
+    rate.
+    """
+    rows = problem.tree.n + 1
+
+    def evaluate(z):
+        xs, _, lw = tree_sample(residual, problem, *z)
+        return xs, lw
+
+    k0, key = jax.random.split(key)
+    z = draw_noise(k0, problem, rows)
+    xs, lw = evaluate(z)
+
+    def body(it, carry):
+        z, xs, lw, acc_sum, x_sum = carry
+        k1, k2 = jax.random.split(jax.random.fold_in(key, it))
+        xi = draw_noise(k1, problem, rows)
+        zp = jax.tree_util.tree_map(lambda a, b: rho * a + jnp.sqrt(1 - rho**2) * b, z, xi)
+        xsp, lwp = evaluate(zp)
+        accept = jnp.log(jax.random.uniform(k2)) < lwp - lw
+        z = jax.tree_util.tree_map(lambda a, b: jnp.where(accept, a, b), zp, z)
+        xs, lw = jnp.where(accept, xsp, xs), jnp.where(accept, lwp, lw)
+        keep = it >= burn_in
+        return z, xs, lw, acc_sum + accept, x_sum + keep * xs
+
+    init = (z, xs, lw, jnp.zeros(()), jnp.zeros_like(xs))
+    _, _, _, acc, x_sum = jax.lax.fori_loop(0, num_iters, body, init)
+    return x_sum / (num_iters - burn_in), acc / num_iters
+
+
+def zeroed(residual: M.Residual) -> M.Residual:
+    """The residual with its last layer set to 0, i.e. ``u = 0`` (plain BFFG), same structure."""
+    return eqx.tree_at(lambda r: (r.mlp.layers[-1].weight, r.mlp.layers[-1].bias), residual,
+                       replace_fn=jnp.zeros_like)

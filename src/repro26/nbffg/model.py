@@ -1,0 +1,141 @@
+"""Dynamics on tree edges (the true SDEs), their linear-Gaussian proxies, and the residual nets.
+
+Every dynamics module has ``drift(x) -> (d,)`` and ``diffusion(x) -> (d, m)`` (time-homogeneous)
+and ``proxy()`` giving the linear-Gaussian process ``dX~ = (B X~ + beta)dt + sigma~ dW`` used by
+the backward filter. ``Residual`` is the neural correction ``u_theta(s, x, a~ r, node)`` of the
+guided drift (NBFFG); ``ZeroResidual`` gives plain BFFG.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from repro26.nbffg.solvers import Proxy
+
+
+class LinearSDE(eqx.Module):
+    """``dX = (B X + beta)dt + sigma dW``: its own proxy, so BFFG is exact (experiment 1)."""
+
+    B: Float[Array, "d d"]
+    beta: Float[Array, " d"]
+    sigma: Float[Array, "d m"]
+
+    def drift(self, x):
+        return self.B @ x + self.beta
+
+    def diffusion(self, x):
+        return self.sigma
+
+    def proxy(self) -> Proxy:
+        return Proxy(self.B, self.beta, self.sigma)
+
+
+class DoubleWell(eqx.Module):
+    """Independent double wells ``dX_i = alpha X_i (1 - X_i^2) dt + sigma dW_i``.
+
+    Proxy: Brownian motion with the same diffusion (``B = 0``).
+    """
+
+    alpha: float
+    sigma: float
+    d: int = eqx.field(static=True)
+
+    def drift(self, x):
+        return self.alpha * x * (1.0 - x**2)
+
+    def diffusion(self, x):
+        return self.sigma * jnp.eye(self.d, dtype=x.dtype)
+
+    def proxy(self) -> Proxy:
+        eye = jnp.eye(self.d)
+        return Proxy(0.0 * eye, jnp.zeros(self.d), self.sigma * eye)
+
+
+class StateDependentOU(eqx.Module):
+    """OU with state-dependent diffusion ``dX_i = -theta X_i dt + sigma0 (1 + gamma tanh X_i) dW_i``.
+
+    Proxy: the OU with constant ``sigma~ = sigma0``.
+    """
+
+    theta: float
+    sigma0: float
+    gamma: float
+    d: int = eqx.field(static=True)
+
+    def drift(self, x):
+        return -self.theta * x
+
+    def diffusion(self, x):
+        return jnp.diag(self.sigma0 * (1.0 + self.gamma * jnp.tanh(x)))
+
+    def proxy(self) -> Proxy:
+        eye = jnp.eye(self.d)
+        return Proxy(-self.theta * eye, jnp.zeros(self.d), self.sigma0 * eye)
+
+
+class KunitaFlow(eqx.Module):
+    """Landmark shapes under a Kunita flow ``dX_i = sum_k K(X_i, c_k) dW_k`` (no drift).
+
+    ``x`` stacks ``k`` 2-D landmarks (``d = 2k``); ``W_k`` are 2-D Brownian motions at the
+    centres ``c_k``; ``K(x, c) = scale exp(-|x - c|^2 / (2 width^2))``. Proxy: the same flow with
+    the kernel frozen at a reference shape (the root prior mean).
+    """
+
+    centres: Float[Array, "M 2"]
+    width: float
+    scale: float
+    reference: Float[Array, " d"]
+
+    def drift(self, x):
+        return jnp.zeros_like(x)
+
+    def diffusion(self, x):
+        pts = x.reshape(-1, 2)
+        sq = jnp.sum((pts[:, None, :] - self.centres[None, :, :]) ** 2, -1)
+        k = self.scale * jnp.exp(-0.5 * sq / self.width**2)  # (landmarks, M)
+        return jnp.kron(k, jnp.eye(2, dtype=x.dtype))         # (2 landmarks, 2 M)
+
+    def proxy(self) -> Proxy:
+        d = self.reference.shape[0]
+        return Proxy(jnp.zeros((d, d)), jnp.zeros(d), self.diffusion(self.reference))
+
+
+class Residual(eqx.Module):
+    """``u_theta(s, x, a~ r, node)``: MLP on (edge time, state, soft-signed guiding term, node
+    embedding); output in noise coordinates (drift correction ``sigma u``, cost ``1/2 |u|^2``).
+
+    The last layer starts at zero, so training starts from BFFG.
+    """
+
+    mlp: eqx.nn.MLP
+    embed: Float[Array, "n1 e"]
+    x_scale: float
+
+    def __init__(self, d: int, m: int, num_nodes: int, width: int, depth: int, embed_dim: int,
+                 x_scale: float, *, key: PRNGKeyArray):
+        k1, k2 = jax.random.split(key)
+        mlp = eqx.nn.MLP(1 + 2 * d + embed_dim, m, width, depth, activation=jax.nn.silu, key=k1)
+        last = mlp.layers[-1]
+        mlp = eqx.tree_at(lambda t: (t.layers[-1].weight, t.layers[-1].bias), mlp,
+                          (jnp.zeros_like(last.weight), jnp.zeros_like(last.bias)))
+        self.mlp = mlp
+        self.embed = 0.1 * jax.random.normal(k2, (num_nodes, embed_dim))
+        self.x_scale = x_scale
+
+    def __call__(self, s: Float[Array, ""], x: Float[Array, " d"], guide: Float[Array, " d"],
+                 node: Int[Array, ""]) -> Float[Array, " m"]:
+        g = guide / (1.0 + jnp.abs(guide))
+        inp = jnp.concatenate([jnp.atleast_1d(s), x / self.x_scale, g, self.embed[node]])
+        return self.mlp(inp)
+
+
+class ZeroResidual(eqx.Module):
+    """``u = 0``: plain BFFG (and, with a zero guide, the unconditioned forward process)."""
+
+    m: int = eqx.field(static=True)
+
+    def __call__(self, s, x, guide, node):
+        return jnp.zeros(self.m, x.dtype)
