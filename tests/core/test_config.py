@@ -150,3 +150,10 @@ def test_list_names_all_nineteen_methods(capsys):
     assert cli.main(["list"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 19 and lines[-1].startswith("kernel_bandits")
+
+
+def test_exponent_floats_load_from_yaml_and_json(tmp_path):
+    (tmp_path / "c.yaml").write_text("tol: 1e-6\nlr: 3.0E+2\nname: 1e-6x\n")
+    assert cli.load_yaml(tmp_path / "c.yaml") == {"tol": 1e-6, "lr": 300.0, "name": "1e-6x"}
+    (tmp_path / "c.json").write_text('{"tol": 1e-06}')
+    assert cli.load_yaml(tmp_path / "c.json") == {"tol": 1e-6}

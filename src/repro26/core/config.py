@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -41,13 +42,29 @@ class UsageError(ValueError):
     """A command-line argument or input file is wrong (one line, names what is allowed)."""
 
 
+class _Yaml12Loader(yaml.SafeLoader):
+    """SafeLoader that reads ``1e-6`` as a float, as YAML 1.2 and JSON do (1.1 needs ``1.0e-6``)."""
+
+
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML or JSON mapping; a missing or malformed file is a :class:`UsageError`."""
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"config file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        if path.suffix == ".json":
+            data = json.loads(path.read_text())
+        else:
+            data = yaml.load(path.read_text(), Loader=_Yaml12Loader)  # noqa: S506 (safe loader)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"config file {path} line {err.lineno} is not valid JSON") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
