@@ -157,3 +157,4 @@ def test_exponent_floats_load_from_yaml_and_json(tmp_path):
     assert cli.load_yaml(tmp_path / "c.yaml") == {"tol": 1e-6, "lr": 300.0, "name": "1e-6x"}
     (tmp_path / "c.json").write_text('{"tol": 1e-06}')
     assert cli.load_yaml(tmp_path / "c.json") == {"tol": 1e-6}
+    assert parse_config(Inner, {"rate": "1e-3"}, "m").rate == 1e-3  # as Snakemake's loader leaves it

@@ -46,11 +46,8 @@ class _Yaml12Loader(yaml.SafeLoader):
     """SafeLoader that reads ``1e-6`` as a float, as YAML 1.2 and JSON do (1.1 needs ``1.0e-6``)."""
 
 
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+_Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789"))
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -170,6 +167,8 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             raise ConfigError(f"{where}: expected true or false, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str) and _EXPONENT_FLOAT.match(value):
+            return float(value)  # Snakemake's YAML 1.1 loader keeps "1e-6" as a string
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected a number, got {value!r}")
         return float(value)
