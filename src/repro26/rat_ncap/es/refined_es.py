@@ -1,0 +1,58 @@
+"""Refined ES: OpenAI-ES plus per-parameter-group sigma and elitist restarts.
+
+The abstract: "we refine an evolutionary algorithm to support reliable and efficient
+training". Refinements (issue 9): every parameter group (e.g. RG, pattern formation,
+commissural, drive weights; one per MLP layer) has its own adaptive sigma; the best candidate
+seen so far (the elite) is kept, and when the best fitness has not improved for ``patience``
+generations the search restarts from the elite with fresh sigma and optimiser state.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from repro26.rat_ncap.es.openai_es import OpenAIES, OpenAIESState
+
+
+class RefinedESState(eqx.Module):
+    inner: OpenAIESState
+    elite: Float[Array, " P"]
+    elite_fitness: Array
+    stall: Array
+    restarts: Array
+
+    @property
+    def mean(self):
+        return self.inner.mean
+
+
+class RefinedES(OpenAIES):
+    patience: int = eqx.field(static=True, default=10)
+
+    def init(self, mean):
+        return RefinedESState(super().init(mean), mean, jnp.asarray(-jnp.inf), jnp.zeros((), jnp.int32),
+                              jnp.zeros((), jnp.int32))
+
+    def sigma(self, state):
+        return super().sigma(state.inner)
+
+    def ask(self, state, key):
+        return super().ask(state.inner, key)
+
+    def tell(self, state, x, fitness):
+        fitness = jnp.where(jnp.isfinite(fitness), fitness, -jnp.inf)
+        best = jnp.argmax(fitness)
+        improved = fitness[best] > state.elite_fitness
+        elite = jnp.where(improved, x[best], state.elite)
+        elite_fitness = jnp.maximum(fitness[best], state.elite_fitness)
+        stall = jnp.where(improved, 0, state.stall + 1)
+        inner = self.update(state.inner, x, fitness)
+        restart = stall >= self.patience
+        fresh = OpenAIES.init(self, elite)
+        inner = jax.tree.map(lambda a, b: jnp.where(restart, a, b), fresh, inner)
+        return RefinedESState(inner, elite, elite_fitness, jnp.where(restart, 0, stall),
+                              state.restarts + restart.astype(jnp.int32))
+

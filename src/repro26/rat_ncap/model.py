@@ -1,0 +1,317 @@
+"""Rat NCAP (spinal-circuit controller), the MLP baseline and the three f-e interfaces.
+
+Rat NCAP is a rate network (abstract: "a biologically grounded neural architecture for
+locomotion based on mammalian spinal circuits that incorporates cell-type-specific
+connectivity and a novel flexor-extensor neuromechanical interface"). Every neuron obeys
+
+    tau dx/dt = -x + sum_j w_ij a_j + b_i + (afferent and brainstem input),   a = clamp(x, 0, 1),
+
+integrated by forward Euler at the physics step inside the rollout's ``lax.scan``. Per limb
+(LF, RF, LH, RH) the populations follow Danner et al. (2016, J. Physiol. 594:6947; 2017,
+eLife 6:e31050) and the NCAP idea of Bhattasali et al. (2022, NeurIPS):
+
+* rhythm generator (RG): flexor and extensor half-centres, reciprocal inhibition (the
+  inhibitory interneurons are taken as instantaneous, so the inhibition is a direct weight of
+  sign <= 0) and slow adaptation ``T da/dt = -a + r`` feeding back with gain ``-beta``; with
+  constant input this is a Matsuoka (1985) oscillator (period: :func:`matsuoka_period`);
+* pattern formation (PF-F, PF-E), mutually inhibiting, driven by the RG half-centres;
+* motor neurons MN-F_j, MN-E_j per joint j (proximal, distal) driven by PF;
+* Ia stretch reflex: the Ia afferent of a muscle excites its own MN and its Ia-inhibitory
+  interneuron (IaIN), which inhibits the antagonist MN (reciprocal inhibition);
+* hip/shoulder extension afferent (group II) exciting RG-F (stance-to-swing transition);
+* commissural interneurons: V0d (inhibitory; RG-F -> contralateral RG-F), V2a -> V0v
+  (excitatory) -> contralateral Ini (inhibitory) -> RG-F (both V0: left-right alternation),
+  V3 (excitatory; RG-F -> contralateral RG-F: synchrony);
+* long propriospinal neurons: homolateral LPN (inhibitory) and diagonal LPN (excitatory)
+  between fore and hind RG-F;
+* brainstem drive ``d = |d0| + |d1| v_cmd`` (v_cmd: commanded speed, m/s) exciting RG-F/RG-E
+  and inhibiting V0d/V0v (Danner et al. 2017: drive-dependent gait transitions).
+
+Sign constraints by parameterisation: every weight is ``w = s * |theta|`` with the
+presynaptic cell type's sign ``s`` (+1 excitatory, -1 inhibitory); ``constrained=False`` uses
+``w = s * theta`` (the "NCAP without sign constraints" baseline, same initial weights).
+Weights are shared between left and right homologous limbs; fore and hind girdles have their
+own set. ``mask`` (from :func:`silence_mask`) zeroes populations (V0, V3, V2a, Ia) for the ablations.
+
+Interfaces (``f``, ``e`` in [0, 1] from MN-F and MN-E; theta joint angle, flexion positive;
+``g`` the actuator gear, ``theta_0`` the standing posture):
+
+* ``torque``: flexor/extensor motors driven by f and e: tau = g (f - e);
+* ``muscle``: agonist-antagonist muscles with length and velocity dependence
+  T_f = f clip(1/2 - kappa (theta - theta_0) - beta dtheta, 0, 1), T_e likewise mirrored,
+  tau = g (T_f - T_e), so the joint stiffness ``g kappa (f + e)`` grows with co-contraction;
+* ``ep``: equilibrium-point targets theta* = theta_0 + Delta (f - e) tracked with fixed
+  stiffness, tau = g (kappa_ep (theta* - theta) - beta_ep dtheta), split into the pull of
+  the flexor (tau > 0) and of the extensor (tau < 0).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+from jaxtyping import Array, Float
+
+from repro26.rat_ncap.body import JOINTS_PER_LIMB, N_JOINTS
+
+Interface = Literal["torque", "muscle", "ep"]
+INTERFACES: tuple[str, ...] = ("torque", "muscle", "ep")
+POPULATIONS: tuple[str, ...] = ("V0", "V3", "V2a", "Ia")
+
+# ---------------------------------------------------------------- neuron indices (per limb)
+RGF, RGE, PFF, PFE = 0, 1, 2, 3
+MNF = (4, 5)
+MNE = (6, 7)
+IAF = (8, 9)  # Ia-inhibitory interneurons of the flexor afferents (inhibit extensor MNs)
+IAE = (10, 11)
+V0D, V2A, V0V, INI, V3, LPNH, LPND = 12, 13, 14, 15, 16, 17, 18
+N_NEURONS = 19
+CONTRA = np.array([1, 0, 3, 2])  # LF<->RF, LH<->RH
+HOMOLAT = np.array([2, 3, 0, 1])  # LF<->LH, RF<->RH
+DIAG = np.array([3, 2, 1, 0])  # LF<->RH, RF<->LH
+GIRDLE = np.array([0, 0, 1, 1])  # fore, fore, hind, hind
+
+#: name -> (presynaptic sign, group, initial magnitude, shape per girdle)
+#: sign 0 marks an unsigned bias. Shapes: () one per girdle, (2,) one per joint of the limb.
+SYNAPSES: dict[str, tuple[int, str, float, tuple[int, ...]]] = {
+    "b_rgf": (0, "rg", 0.4, ()),
+    "b_rge": (0, "rg", 0.6, ()),
+    "rgf_rge": (-1, "rg", 2.0, ()),  # RG-F -| RG-E
+    "rge_rgf": (-1, "rg", 2.0, ()),  # RG-E -| RG-F
+    "adapt": (-1, "rg", 2.5, ()),  # adaptation -| own half-centre
+    "hip_rgf": (1, "rg", 0.5, ()),  # hip-extension afferent -> RG-F
+    "d_rgf": (1, "drive", 0.5, ()),
+    "d_rge": (1, "drive", 0.3, ()),
+    "d_v0": (-1, "drive", 0.3, ()),  # brainstem drive -| V0d, V0v
+    "rgf_pff": (1, "pf", 1.5, ()),
+    "rge_pfe": (1, "pf", 1.5, ()),
+    "pf_pf": (-1, "pf", 1.0, ()),
+    "b_pf": (0, "pf", -0.2, ()),
+    "pff_mn": (1, "mn", 1.0, (JOINTS_PER_LIMB,)),
+    "pfe_mn": (1, "mn", 1.0, (JOINTS_PER_LIMB,)),
+    "b_mn": (0, "mn", -0.1, (JOINTS_PER_LIMB,)),
+    "ia_mn": (1, "ia", 0.3, ()),  # Ia afferent -> homonymous MN
+    "ia_iain": (1, "ia", 1.0, ()),  # Ia afferent -> its IaIN
+    "iain_mn": (-1, "ia", 0.5, ()),  # IaIN -| antagonist MN
+    "iain_iain": (-1, "ia", 0.5, ()),  # IaIN -| antagonist IaIN
+    "rgf_v0d": (1, "commissural", 1.0, ()),
+    "v0d_rgf": (-1, "commissural", 0.8, ()),  # V0d -| contralateral RG-F
+    "rgf_v2a": (1, "commissural", 1.0, ()),
+    "v2a_v0v": (1, "commissural", 1.0, ()),
+    "v0v_ini": (1, "commissural", 1.0, ()),  # V0v -> contralateral Ini
+    "ini_rgf": (-1, "commissural", 0.8, ()),
+    "rgf_v3": (1, "commissural", 1.0, ()),
+    "v3_rgf": (1, "commissural", 0.2, ()),  # V3 -> contralateral RG-F
+    "rgf_lpnh": (1, "lpn", 1.0, ()),
+    "lpnh_rgf": (-1, "lpn", 0.5, ()),  # homolateral LPN -| RG-F of the other girdle
+    "rgf_lpnd": (1, "lpn", 1.0, ()),
+    "lpnd_rgf": (1, "lpn", 0.3, ()),  # diagonal LPN -> RG-F of the diagonal limb
+}
+DRIVE0 = {"d0": 0.5, "d1": 2.0}  # brainstem drive d = |d0| + |d1| v_cmd (shared by all limbs)
+
+
+class NCAPState(eqx.Module):
+    x: Float[Array, "4 19"]
+    adapt: Float[Array, "4 2"]
+
+
+def silence_mask(silence: tuple[str, ...]) -> np.ndarray:
+    """Gain of every per-limb population: 0 for those in ``silence`` (V0 = V0d and V0v, V3,
+    V2a, Ia = Ia afferent pathways and IaINs), 1 otherwise."""
+    mask = np.ones(N_NEURONS, np.float32)
+    for pop in silence:
+        if pop not in POPULATIONS:
+            raise ValueError(f"silence: unknown population {pop!r}; allowed {POPULATIONS}")
+        idx = {"V0": [V0D, V0V], "V3": [V3], "V2a": [V2A], "Ia": [*IAF, *IAE]}[pop]
+        mask[idx] = 0.0
+    return mask
+
+
+def matsuoka_period(tau: float, tau_adapt: float, beta: float, w: float) -> float:
+    """Period (s) of the two-neuron Matsuoka oscillator from its linearisation (Matsuoka
+    1985; Williamson 1998): omega = (1/T) sqrt(((tau + T) beta) / (tau w) - 1)."""
+    omega = np.sqrt((tau + tau_adapt) * beta / (tau * w) - 1.0) / tau_adapt
+    return float(2 * np.pi / omega)
+
+
+class RatNCAP(eqx.Module):
+    """Rat NCAP policy; parameters live in a flat vector (the ES search space)."""
+
+    interface: str = eqx.field(static=True)
+    constrained: bool = eqx.field(static=True)
+    tau: float = eqx.field(static=True)
+    tau_adapt: float = eqx.field(static=True)
+    #: per-population activity gain (1 intact, 0 silenced); see :func:`silence_mask`
+    mask: Float[Array, " 19"] | None = None
+
+    def init_tree(self) -> dict[str, jax.Array]:
+        tree = {k: jnp.full((2, *shape), abs(v) if s else v, jnp.float32)
+                for k, (s, _, v, shape) in SYNAPSES.items()}
+        tree.update({k: jnp.asarray(v, jnp.float32) for k, v in DRIVE0.items()})
+        return tree
+
+    def init_params(self) -> Float[Array, " P"]:
+        return ravel_pytree(self.init_tree())[0]
+
+    def unravel(self, flat: Float[Array, " P"]) -> dict[str, jax.Array]:
+        return ravel_pytree(self.init_tree())[1](flat)
+
+    def groups(self) -> np.ndarray:
+        """Parameter-group id of every flat entry (for per-group sigma)."""
+        names = sorted({g for _, g, _, _ in SYNAPSES.values()})
+        tree = {k: np.full((2, *shape), names.index(g)) for k, (_, g, _, shape) in SYNAPSES.items()}
+        tree.update({k: np.asarray(names.index("drive")) for k in DRIVE0})
+        return np.asarray(ravel_pytree(jax.tree.map(jnp.asarray, tree))[0]).astype(np.int32)
+
+    def weights(self, flat: Float[Array, " P"]) -> dict[str, jax.Array]:
+        """Effective signed weights ``s |theta|`` (or ``s theta`` unconstrained); biases as is."""
+        tree = self.unravel(flat)
+        mag = jnp.abs if self.constrained else (lambda v: v)
+        out = {k: (s * mag(tree[k]) if s else tree[k]) for k, (s, _, _, _) in SYNAPSES.items()}
+        out["d0"], out["d1"] = jnp.abs(tree["d0"]), jnp.abs(tree["d1"])
+        return out
+
+    def init_state(self, key: jax.Array) -> NCAPState:
+        """Random initial rates (RG half-centres in [0, 0.6]), so that interlimb coordination
+        has to come from the circuit rather than from the initial condition."""
+        k_rg, k_rest = jax.random.split(key)
+        x = 0.05 * jax.random.uniform(k_rest, (4, N_NEURONS))
+        x = x.at[:, :2].set(0.6 * jax.random.uniform(k_rg, (4, 2)))
+        return NCAPState(x, jnp.zeros((4, 2)))
+
+    def num_params(self) -> int:
+        return int(self.init_params().size)
+
+    def __call__(self, flat, state: NCAPState, q, qd, q0, v_cmd, dt):
+        """One Euler step; returns the new state and (f, e), each (N_JOINTS,) in [0, 1]."""
+        ws = self.weights(flat)
+        w = {k: v[GIRDLE] for k, v in ws.items() if k not in DRIVE0}  # per limb (4, ...)
+        mask = jnp.ones(N_NEURONS) if self.mask is None else self.mask
+        r = jnp.clip(state.x, 0.0, 1.0) * mask
+        dq = (q - q0).reshape(4, JOINTS_PER_LIMB)
+        dqd = qd.reshape(4, JOINTS_PER_LIMB)
+        ia_gain = mask[IAF[0]]  # silencing Ia removes the afferents and their interneurons
+        ia_f = ia_gain * jnp.clip(-dq - 0.05 * dqd, 0.0, 1.0)  # flexor stretched by extension
+        ia_e = ia_gain * jnp.clip(dq + 0.05 * dqd, 0.0, 1.0)
+        hip_ext = jnp.clip(-dq[:, 0] / 0.5, 0.0, 1.0)  # proximal joint extended
+        drive = ws["d0"] + ws["d1"] * v_cmd
+
+        col = lambda i: r[:, i]  # noqa: E731
+        rgf = (w["b_rgf"] + w["d_rgf"] * drive + w["rge_rgf"] * col(RGE) + w["adapt"] * state.adapt[:, 0]
+               + w["hip_rgf"] * hip_ext + w["v0d_rgf"] * col(V0D)[CONTRA] + w["ini_rgf"] * col(INI)
+               + w["v3_rgf"] * col(V3)[CONTRA] + w["lpnh_rgf"] * col(LPNH)[HOMOLAT]
+               + w["lpnd_rgf"] * col(LPND)[DIAG])
+        rge = w["b_rge"] + w["d_rge"] * drive + w["rgf_rge"] * col(RGF) + w["adapt"] * state.adapt[:, 1]
+        pff = w["b_pf"] + w["rgf_pff"] * col(RGF) + w["pf_pf"] * col(PFE)
+        pfe = w["b_pf"] + w["rge_pfe"] * col(RGE) + w["pf_pf"] * col(PFF)
+        iaf, iae = r[:, list(IAF)], r[:, list(IAE)]
+        mnf = (w["b_mn"] + w["pff_mn"] * col(PFF)[:, None] + w["ia_mn"][:, None] * ia_f
+               + w["iain_mn"][:, None] * iae)
+        mne = (w["b_mn"] + w["pfe_mn"] * col(PFE)[:, None] + w["ia_mn"][:, None] * ia_e
+               + w["iain_mn"][:, None] * iaf)
+        iainf = w["ia_iain"][:, None] * ia_f + w["iain_iain"][:, None] * iae
+        iaine = w["ia_iain"][:, None] * ia_e + w["iain_iain"][:, None] * iaf
+        commissural = jnp.stack([
+            w["rgf_v0d"] * col(RGF) + w["d_v0"] * drive,  # V0d
+            w["rgf_v2a"] * col(RGF),  # V2a
+            w["v2a_v0v"] * col(V2A) + w["d_v0"] * drive,  # V0v
+            w["v0v_ini"] * col(V0V)[CONTRA],  # Ini
+            w["rgf_v3"] * col(RGF),  # V3
+            w["rgf_lpnh"] * col(RGF),  # homolateral LPN
+            w["rgf_lpnd"] * col(RGF),  # diagonal LPN
+        ], axis=1)
+        inp = jnp.concatenate([jnp.stack([rgf, rge, pff, pfe], axis=1), mnf, mne, iainf, iaine,
+                               commissural], axis=1)  # (4, N_NEURONS) in index order
+
+        x = state.x + dt / self.tau * (-state.x + inp)
+        rg = jnp.clip(state.x[:, :2], 0.0, 1.0)
+        adapt = state.adapt + dt / self.tau_adapt * (-state.adapt + rg)
+        r_new = jnp.clip(x, 0.0, 1.0) * mask
+        f = r_new[:, list(MNF)].reshape(N_JOINTS)
+        e = r_new[:, list(MNE)].reshape(N_JOINTS)
+        return NCAPState(x, adapt), (f, e)
+
+
+class MLPState(eqx.Module):
+    """The MLP is feedforward; a dummy state keeps one rollout code path."""
+
+    dummy: Float[Array, ""]
+
+
+class MLPPolicy(eqx.Module):
+    """tanh MLP from (q - q0, dq, trunk up/vx/height/angular velocity, v_cmd) to (f, e)."""
+
+    hidden: tuple[int, ...] = eqx.field(static=True)
+    interface: str = eqx.field(static=True)
+    n_in: int = eqx.field(static=True, default=2 * N_JOINTS + 7)
+    n_out: int = eqx.field(static=True, default=2 * N_JOINTS)
+
+    def _shapes(self):
+        sizes = (self.n_in, *self.hidden, self.n_out)
+        return [((a, b), (b,)) for a, b in zip(sizes[:-1], sizes[1:])]
+
+    def init_params_key(self, key: jax.Array) -> Float[Array, " P"]:
+        parts = []
+        for (shape_w, shape_b), k in zip(self._shapes(), jax.random.split(key, len(self._shapes()))):
+            parts += [jax.random.normal(k, shape_w).ravel() / np.sqrt(shape_w[0]), jnp.zeros(shape_b)]
+        return jnp.concatenate(parts)
+
+    def init_params(self) -> Float[Array, " P"]:
+        return self.init_params_key(jax.random.PRNGKey(0))
+
+    def num_params(self) -> int:
+        return sum(int(np.prod(w)) + int(np.prod(b)) for w, b in self._shapes())
+
+    def groups(self) -> np.ndarray:
+        return np.concatenate([np.full(int(np.prod(w)) + int(np.prod(b)), i)
+                               for i, (w, b) in enumerate(self._shapes())]).astype(np.int32)
+
+    def init_state(self, key: jax.Array) -> MLPState:
+        return MLPState(jnp.zeros(()))
+
+    def __call__(self, flat, state, obs):
+        h, i = obs, 0
+        layers = self._shapes()
+        for li, (shape_w, shape_b) in enumerate(layers):
+            n_w = int(np.prod(shape_w))
+            wmat = flat[i:i + n_w].reshape(shape_w)
+            b = flat[i + n_w:i + n_w + shape_b[0]]
+            i += n_w + shape_b[0]
+            h = h @ wmat + b
+            if li < len(layers) - 1:
+                h = jnp.tanh(h)
+        out = jax.nn.sigmoid(h)
+        return state, (out[:N_JOINTS], out[N_JOINTS:])
+
+
+def mlp_hidden_for(n_params: int, n_in: int = 2 * N_JOINTS + 7, n_out: int = 2 * N_JOINTS) -> int:
+    """Hidden width of a one-hidden-layer MLP whose parameter count is closest to ``n_params``."""
+    return max(1, int(round((n_params - n_out) / (n_in + 1 + n_out))))
+
+
+# ---------------------------------------------------------------- interfaces
+KAPPA, BETA, KAPPA_EP, BETA_EP, DELTA_EP = 1.0, 0.05, 2.0, 0.05, 0.8
+
+
+def interface_ctrl(kind: str, f, e, q, qd, q0) -> Float[Array, "16"]:
+    """Flexor/extensor motor commands (in [0, 1], actuator order j_flex, j_ext per joint)."""
+    if kind == "torque":
+        tf, te = f, e
+    elif kind == "muscle":
+        stretch = KAPPA * (q - q0) + BETA * qd  # positive: flexor shortening, extensor stretched
+        tf = f * jnp.clip(0.5 - stretch, 0.0, 1.0)
+        te = e * jnp.clip(0.5 + stretch, 0.0, 1.0)
+    elif kind == "ep":
+        target = q0 + DELTA_EP * (f - e)
+        tau = KAPPA_EP * (target - q) - BETA_EP * qd
+        tf, te = jnp.clip(tau, 0.0, 1.0), jnp.clip(-tau, 0.0, 1.0)
+    else:
+        raise ValueError(f"interface: {kind!r} is not allowed; use one of {INTERFACES}")
+    return jnp.stack([tf, te], axis=-1).reshape(-1)
+
+
+Policy = RatNCAP | MLPPolicy
