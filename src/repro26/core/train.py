@@ -17,6 +17,7 @@ a trailing seed axis and the progress bar shows their mean.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -72,7 +73,9 @@ def optax_step(
     return step
 
 
+@functools.lru_cache(maxsize=64)
 def _make_chunk_runner(step_fn: StepFn) -> Callable:
+    """One compiled chunk per step function, reused across ``run_loop`` calls."""
     @eqx.filter_jit
     def run_chunk(state, data, key, steps):
         dynamic, static = eqx.partition(state, eqx.is_array)

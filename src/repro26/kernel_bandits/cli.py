@@ -1,0 +1,355 @@
+"""Config and stages of ``repro26 kernel_bandits <stage>``.
+
+Stages (one Snakemake rule each; ``--variant`` takes ``key=value,...``):
+
+* ``data``      --variant kernel=K,grid=G        arms, Gram, exact features, γ_t  -> .npz + .gamma.csv
+* ``tune``      --variant adversary=A            η-scale sweep of exp_weights on held-out seeds -> csv
+* ``simulate``  --variant algo=..,adversary=..,kernel=..,grid=..,study=scaling|fixed
+                one algorithm against one adversary, all seeds vmapped, every horizon -> csv
+* ``timing``    seconds per round, exact vs Nyström, back to back in one process -> csv
+* ``evaluate_scaling`` / ``evaluate_fixed``   tidy per-seed regret tables
+* ``figure_<name>`` for name in :data:`figures.FIGURES`, and ``claims``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from repro26.core import io
+from repro26.core.config import ConfigError, UsageError
+
+KernelName = Literal["matern12", "matern32", "matern52", "se"]
+AdversaryName = Literal["drift", "switch", "adaptive", "bump"]
+AlgorithmName = Literal["exp_weights", "exp_weights_tuned", "exp3", "gp_ucb", "gp_ts", "uniform"]
+SamplerName = Literal["uniform", "leverage"]
+
+
+def _positive(where: str, *values) -> None:
+    for v in values:
+        if v <= 0:
+            raise ConfigError(f"{where}: must be positive, got {v}")
+
+
+@dataclasses.dataclass(frozen=True)
+class AdversaryConfig:
+    """Reward sequences: f_t = background + peak; observations y_t = f_t(x_t) + noise·ξ."""
+
+    noise: float = 0.1
+    peak_height: float = 0.6
+    background_scale: float = 0.3
+    background_centres: int = 5
+    drift_period: int = 2000
+    drift_radius: float = 0.35
+    switch_period: int = 2000
+    adaptive_candidates: int = 2
+    bump_noise: float = 1.0
+
+    def __post_init__(self):
+        if self.peak_height + self.background_scale > 1.0:
+            raise ConfigError("adversary.peak_height + adversary.background_scale: must be at most 1 "
+                              "(rewards lie in [-1, 1])")
+        _positive("adversary", self.background_centres, self.drift_period, self.switch_period,
+                  self.bump_noise)
+        if self.adaptive_candidates < 2:
+            raise ConfigError(f"adversary.adaptive_candidates: must be at least 2, got {self.adaptive_candidates}")
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerConfig:
+    fw_iters: int = 200
+    gp_noise: float = 0.1
+    gp_delta: float = 0.1
+    gp_ts_samples: int = 16
+    tune_scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+    tune_seeds: tuple[int, ...] = (100, 101, 102)
+    tune_horizon: int = 2000
+
+    def __post_init__(self):
+        _positive("learner", self.fw_iters, self.gp_noise, self.gp_delta, self.gp_ts_samples, self.tune_horizon,
+                  *self.tune_scales)
+        if not self.tune_scales or not self.tune_seeds:
+            raise ConfigError("learner.tune_scales / learner.tune_seeds: must not be empty")
+
+
+@dataclasses.dataclass(frozen=True)
+class NystromConfig:
+    """Experiment 3: Nyström exp_weights with m inducing arms vs the exact learner."""
+
+    grid: int = 256
+    m: tuple[int, ...] = (8, 16, 32, 64, 128)
+    samplers: tuple[SamplerName, ...] = ("uniform", "leverage")
+    claim_sampler: SamplerName = "leverage"
+    timing_rounds: int = 200
+    timing_repeats: int = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmsConfig:
+    """Experiment 4: regret against the number of arms."""
+
+    grids: tuple[int, ...] = (16, 32, 64, 128, 256)
+    algorithms: tuple[AlgorithmName, ...] = ("exp_weights", "exp3")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seeds: tuple[int, ...]
+    dim: int = 1
+    grid: int = 64
+    kernel: KernelName = "matern32"
+    lengthscale: float = 0.2
+    kernels: tuple[KernelName, ...] = ("matern32", "matern52", "se")
+    gamma_kernels: tuple[KernelName, ...] = ("matern12", "matern32", "matern52", "se")
+    adversaries: tuple[AdversaryName, ...] = ("drift", "switch", "adaptive", "bump")
+    algorithms: tuple[AlgorithmName, ...] = ("exp_weights", "exp_weights_tuned", "exp3", "gp_ucb", "gp_ts",
+                                             "uniform")
+    horizons: tuple[int, ...] = (500, 1000, 2000, 5000, 10000, 20000)
+    fixed_horizon: int = 4000
+    fixed_adversary: AdversaryName = "drift"
+    gamma_noise: float = 1.0
+    chunk_size: int = 500
+    checkpoint_every: int = 5000
+    adversary: AdversaryConfig = dataclasses.field(default_factory=AdversaryConfig)
+    learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
+    nystrom: NystromConfig = dataclasses.field(default_factory=NystromConfig)
+    arms: ArmsConfig = dataclasses.field(default_factory=ArmsConfig)
+
+    def __post_init__(self):
+        if not self.seeds:
+            raise ConfigError("seeds: must not be empty")
+        if self.dim not in (1, 2):
+            raise ConfigError(f"dim: {self.dim} is not allowed; use 1 or 2")
+        _positive("config", self.lengthscale, self.gamma_noise, self.fixed_horizon, self.chunk_size)
+        if len(self.horizons) < 2 or list(self.horizons) != sorted(set(self.horizons)) or self.horizons[0] < 2:
+            raise ConfigError(f"horizons: need at least two increasing values >= 2, got {list(self.horizons)}")
+        if self.checkpoint_every % self.chunk_size:
+            raise ConfigError(f"checkpoint_every: must be a multiple of chunk_size ({self.chunk_size})")
+        if self.kernel not in self.kernels:
+            raise ConfigError(f"kernels: must contain the main kernel '{self.kernel}'")
+        if "bump" in self.adversaries and not self.kernel.startswith("matern"):
+            raise ConfigError(f"kernel: the bump adversary needs a Matérn kernel, got '{self.kernel}'")
+        for grid in (self.grid, self.nystrom.grid, *self.arms.grids):
+            if grid < 2:
+                raise ConfigError(f"grid sizes: need at least 2 points per axis, got {grid}")
+        n_nys = self.nystrom.grid ** self.dim
+        if not self.nystrom.m or max(self.nystrom.m) > n_nys or min(self.nystrom.m) < 1:
+            raise ConfigError(f"nystrom.m: values must lie in 1..{n_nys} (nystrom.grid^dim)")
+        if self.nystrom.claim_sampler not in self.nystrom.samplers:
+            raise ConfigError("nystrom.claim_sampler: must be one of nystrom.samplers")
+
+
+# ----------------------------------------------------------------------------- stage helpers
+
+
+def parse_variant(run, required: tuple[str, ...]) -> dict[str, str]:
+    """``--variant a=1,b=2`` as a dict; every key in ``required``, nothing else."""
+    if not run.variant:
+        raise UsageError(f"--variant: stage '{run.stage}' needs {','.join(k + '=...' for k in required)}")
+    items = {}
+    for part in run.variant.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or key not in required:
+            raise UsageError(f"--variant: '{part}' is not allowed; stage '{run.stage}' takes "
+                             f"{', '.join(required)}")
+        items[key] = value
+    missing = [k for k in required if k not in items]
+    if missing:
+        raise UsageError(f"--variant: stage '{run.stage}' needs {missing[0]}=...")
+    return items
+
+
+def _int(value: str, name: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"--variant {name}: expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def _choice(value: str, name: str, allowed) -> str:
+    if value not in allowed:
+        raise UsageError(f"--variant {name}: {value!r} is not allowed; use one of {', '.join(allowed)}")
+    return value
+
+
+def _load_problem(path: Path, kernel: str, lengthscale: float):
+    from repro26.kernel_bandits.data import problem_from_arrays
+
+    with np.load(path) as arrays:
+        return problem_from_arrays(dict(arrays), kernel, lengthscale)
+
+
+def _write_npz(path: Path, **arrays) -> None:
+    with io.atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+
+def gamma_rounds(cfg: Config) -> np.ndarray:
+    """Rounds at which γ_t is tabulated: a log grid plus every horizon used."""
+    t_max = max(max(cfg.horizons), cfg.fixed_horizon)
+    grid = np.unique(np.round(np.logspace(0, math.log10(t_max), 40)).astype(int))
+    return np.union1d(grid, [*cfg.horizons, cfg.fixed_horizon])
+
+
+# ----------------------------------------------------------------------------- stages
+
+
+def stage_data(run) -> None:
+    """Problem instance (arms, Gram, exact features) and greedy γ_t for one kernel and grid."""
+    from repro26.kernel_bandits import solvers
+    from repro26.kernel_bandits.data import make_problem
+
+    cfg: Config = run.cfg
+    v = parse_variant(run, ("kernel", "grid"))
+    kernel = _choice(v["kernel"], "kernel", ("matern12", "matern32", "matern52", "se"))
+    grid = _int(v["grid"], "grid")
+    problem = make_problem(cfg.dim, grid, kernel, cfg.lengthscale)
+    rounds = gamma_rounds(cfg)
+    gamma, _ = solvers.greedy_information_gain(problem.features, cfg.gamma_noise, int(rounds[-1]))
+    gamma = np.asarray(gamma)[rounds - 1]
+    meta = run.meta(kernel=kernel, grid=grid, n_arms=problem.n_arms)
+    _write_npz(run.out, arms=np.asarray(problem.arms), gram=np.asarray(problem.gram),
+               features=np.asarray(problem.features), gamma_t=rounds, gamma=gamma)
+    io.write_table(gamma_table_path(run.out), {
+        "kernel": [kernel] * len(rounds), "n_arms": [problem.n_arms] * len(rounds),
+        "t": rounds, "gamma": gamma,
+    }, meta | {"gamma_noise": cfg.gamma_noise, "method": "greedy log-det"})
+
+
+def gamma_table_path(npz: Path) -> Path:
+    return Path(npz).with_suffix(".gamma.csv")
+
+
+def stage_tune(run) -> None:
+    """Sweep the η scale of exp_weights on held-out seeds; the best mean regret wins."""
+    from repro26.kernel_bandits import train
+
+    cfg: Config = run.cfg
+    v = parse_variant(run, ("adversary",))
+    adversary = _choice(v["adversary"], "adversary", cfg.adversaries)
+    problem = _load_problem(run.input(".npz"), cfg.kernel, cfg.lengthscale)
+    regret = train.tune_eta_scale(problem, adversary, cfg, progress=run.progress)
+    rows = [{"adversary": adversary, "eta_scale": scale, "seed": seed, "regret": float(regret[i, j])}
+            for i, scale in enumerate(cfg.learner.tune_scales) for j, seed in enumerate(cfg.learner.tune_seeds)]
+    io.write_table(run.out, rows, run.meta(adversary=adversary, horizon=cfg.learner.tune_horizon))
+
+
+def best_eta_scale(tune_table: Path) -> float:
+    table = io.read_table(tune_table)
+    scales = np.unique(table["eta_scale"])
+    means = [table["regret"][table["eta_scale"] == s].mean() for s in scales]
+    return float(scales[int(np.argmin(means))])
+
+
+def stage_simulate(run) -> None:
+    """One algorithm against one adversary, every seed at once (vmapped), at every horizon."""
+    from repro26.kernel_bandits import train
+
+    cfg: Config = run.cfg
+    v = parse_variant(run, ("algo", "adversary", "kernel", "grid", "study"))
+    try:
+        train.parse_algorithm(v["algo"])
+    except ValueError as err:
+        raise UsageError(f"--variant algo: {err}") from None
+    adversary = _choice(v["adversary"], "adversary", ("drift", "switch", "adaptive", "bump"))
+    kernel = _choice(v["kernel"], "kernel", ("matern12", "matern32", "matern52", "se"))
+    study = _choice(v["study"], "study", ("scaling", "fixed"))
+    grid = _int(v["grid"], "grid")
+    horizons = list(cfg.horizons) if study == "scaling" else [cfg.fixed_horizon]
+    eta_scale = best_eta_scale(run.input(".csv")) if v["algo"] == "exp_weights_tuned" else 1.0
+    problem = _load_problem(run.input(".npz"), kernel, cfg.lengthscale)
+    if problem.n_arms != grid**cfg.dim:
+        raise UsageError(f"--input: {run.input('.npz')} has {problem.n_arms} arms, grid={grid} needs "
+                         f"{grid ** cfg.dim}")
+    seeds = [run.seed] if run.seed is not None else list(cfg.seeds)  # --seed: one seed by hand
+    rows = []
+    ckpts = {h: Path(f"{run.out}.{run.cfg_hash}.T{h}.ckpt") for h in horizons}
+    for horizon in horizons:
+        learners = train.build_learners(v["algo"], problem, horizon, seeds, cfg, eta_scale)
+        adversaries, bounds = train.build_adversaries(adversary, problem, horizon, seeds, cfg)
+        curve = train.play(learners, adversaries, seeds, problem.n_arms, horizon,
+                           chunk_size=cfg.chunk_size, checkpoint=ckpts[horizon],
+                           checkpoint_every=cfg.checkpoint_every if horizon >= cfg.chunk_size else None,
+                           progress=run.progress, desc=f"{v['algo']} {adversary} T={horizon}")
+        eta = getattr(learners, "eta", None)
+        gamma = getattr(learners, "gamma", None)
+        for t in train.record_rounds(horizon):
+            for j, seed in enumerate(seeds):
+                rows.append({
+                    "kernel": kernel, "adversary": adversary, "algo": v["algo"], "study": study,
+                    "n_arms": problem.n_arms, "horizon": horizon, "seed": seed, "t": int(t),
+                    "regret": float(curve[t - 1, j]),
+                    "eta": float(np.asarray(eta)[j]) if eta is not None else float("nan"),
+                    "explore": float(np.asarray(gamma)[j]) if gamma is not None else float("nan"),
+                    "rkhs_bound": float(bounds[j]),
+                })
+    io.write_table(run.out, rows, run.meta(eta_scale=eta_scale, grid=grid))
+    for ckpt in ckpts.values():  # the job is done; a rerun starts afresh
+        ckpt.unlink(missing_ok=True)
+        Path(f"{ckpt}.history.npz").unlink(missing_ok=True)
+
+
+def stage_timing(run) -> None:
+    """Seconds per round of exact and every Nyström exp_weights, measured back to back."""
+    from repro26.kernel_bandits import train
+
+    cfg: Config = run.cfg
+    problem = _load_problem(run.input(".npz"), cfg.kernel, cfg.lengthscale)
+    seeds, horizon = list(cfg.seeds), cfg.fixed_horizon
+    adversaries, _ = train.build_adversaries(cfg.fixed_adversary, problem, horizon, seeds, cfg)
+    variants = [("exact", "exp_weights", problem.n_arms)] + [
+        (s, train.nystrom_name(s, m), m) for s in cfg.nystrom.samplers for m in cfg.nystrom.m]
+    rows = []
+    for sampler, algo, m in variants:
+        learners = train.build_learners(algo, problem, horizon, seeds, cfg)
+        sec = train.seconds_per_round(learners, adversaries, seeds, problem.n_arms,
+                                      cfg.nystrom.timing_rounds, cfg.nystrom.timing_repeats)
+        rows.append({"algo": algo, "sampler": sampler, "m": m, "n_arms": problem.n_arms,
+                     "seeds_per_round": len(seeds), "seconds_per_round": sec})
+    io.write_table(run.out, rows, run.meta(rounds=cfg.nystrom.timing_rounds, repeats=cfg.nystrom.timing_repeats))
+
+
+def stage_evaluate_scaling(run) -> None:
+    from repro26.kernel_bandits import evaluate
+
+    evaluate.scaling_table(run)
+
+
+def stage_evaluate_fixed(run) -> None:
+    from repro26.kernel_bandits import evaluate
+
+    evaluate.fixed_table(run)
+
+
+def stage_claims(run) -> None:
+    from repro26.kernel_bandits import claims
+
+    claims.write(run)
+
+
+def _figure_stage(name: str):
+    def stage(run) -> None:
+        from repro26.kernel_bandits import figures
+
+        figures.FIGURES[name](run)
+
+    stage.__name__ = f"stage_figure_{name}"
+    return stage
+
+
+FIGURE_NAMES: tuple[str, ...] = ("regret_vs_t", "ratio_vs_t", "nystrom", "arms", "info_gain")
+
+STAGES = {
+    "data": stage_data,
+    "tune": stage_tune,
+    "simulate": stage_simulate,
+    "timing": stage_timing,
+    "evaluate_scaling": stage_evaluate_scaling,
+    "evaluate_fixed": stage_evaluate_fixed,
+    **{f"figure_{name}": _figure_stage(name) for name in FIGURE_NAMES},
+    "claims": stage_claims,
+}
