@@ -1,0 +1,167 @@
+"""Stages of ``repro26 srgw <stage>`` and the method's typed config.
+
+data -> fit (one job per family and seed) + pot (one job per seed) + real -> evaluate ->
+figures (one stage per figure) -> claims.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from repro26.core import io
+from repro26.core.cli import Run
+from repro26.core.config import UsageError
+
+
+@dataclasses.dataclass(frozen=True)
+class SBMConfig:
+    """K-block SBM: within-block probability ``p_in``, between ``p_out``, relative block sizes."""
+
+    p_in: float
+    p_out: float
+    sizes: tuple[float, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seeds: tuple[int, ...]
+    sbm_ns: tuple[int, ...]
+    graphon_ns: tuple[int, ...]
+    sbms: dict[str, SBMConfig]
+    graphons: tuple[str, ...]
+    k_scale: float = 1.0
+    k_exponent: float = 1.0 / 3.0
+    n_random_inits: int = 2
+    max_iter: int = 500
+    tol_log10: float = -5.0  # FW-gap tolerance 10**tol_log10 (see evaluate.tolerance)
+    usvt_eta: float = 0.01
+    usvt_k_max: int = 20
+    pot_families: tuple[str, ...] = ()
+    pot_ns: tuple[int, ...] = ()
+    pot_seeds: tuple[int, ...] = (0,)
+    real_networks: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+def _check(cfg: Config) -> None:
+    from repro26.core.config import ConfigError
+    from repro26.srgw import evaluate
+
+    evaluate.families(cfg)
+    for name, grid in (("sbm_ns", cfg.sbm_ns), ("graphon_ns", cfg.graphon_ns),
+                       ("pot_ns", cfg.pot_ns)):
+        if any(n < 10 for n in grid):
+            raise ConfigError(f"srgw.{name}: every n must be at least 10, got {list(grid)}")
+    for fam, s in cfg.sbms.items():
+        if not (0 <= s.p_in <= 1 and 0 <= s.p_out <= 1) or len(s.sizes) < 2:
+            raise ConfigError(f"srgw.sbms.{fam}: p_in, p_out in [0, 1] and at least 2 sizes")
+
+
+def data_stage(run: Run) -> None:
+    """Manifest of the synthetic families (true parameters, grids) and the real adjacencies."""
+    from repro26.srgw import data, evaluate
+
+    cfg = run.cfg
+    _check(cfg)
+    manifest = {"families": {}, "meta": run.meta()}
+    for fam in evaluate.families(cfg):
+        ns = evaluate.family_ns(cfg, fam)
+        entry = {"kind": "sbm" if fam in cfg.sbms else "graphon", "ns": list(ns),
+                 "K": [evaluate.n_blocks(cfg, fam, n) for n in ns]}
+        if fam in cfg.sbms:
+            s = cfg.sbms[fam]
+            entry["block_matrix"] = data.SBMSpec(s.p_in, s.p_out, s.sizes).block_matrix()
+            entry["sizes"] = list(s.sizes)
+        manifest["families"][fam] = entry
+    arrays = {}
+    for name in cfg.real_networks:
+        A, _, _ = data.real_network(name)
+        arrays[name] = A
+    out = Path(run.out)
+    io.write_json(out / "manifest.json", manifest)
+    with io.atomic_path(out / "real_networks.npz") as tmp:
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, **arrays)
+
+
+def fit_stage(run: Run) -> None:
+    """One family (``--variant``) and seed: every estimator on every n."""
+    from repro26.srgw import evaluate
+
+    _check(run.cfg)
+    if run.variant not in evaluate.families(run.cfg):
+        raise UsageError(f"--variant: family '{run.variant}' unknown; allowed: "
+                         f"{', '.join(evaluate.families(run.cfg))}")
+    if run.seed is None:
+        raise UsageError("--seed: the fit stage needs a seed")
+    rows = evaluate.fit_family_seed(run.cfg, run.variant, run.seed, progress=run.progress)
+    io.write_table(run.out, rows, run.meta())
+
+
+def pot_stage(run: Run) -> None:
+    """Ours vs POT's solver (same estimator, same initial couplings) for one seed."""
+    from repro26.srgw import evaluate
+
+    _check(run.cfg)
+    if run.seed is None:
+        raise UsageError("--seed: the pot stage needs a seed")
+    rows = evaluate.pot_compare_seed(run.cfg, run.seed, progress=run.progress)
+    io.write_table(run.out, rows, run.meta())
+
+
+def real_stage(run: Run) -> None:
+    """srGW block models of the networkx graphs: table + arrays (adjacency, labels, C)."""
+    from repro26.srgw import evaluate
+
+    rows, arrays = evaluate.fit_real_networks(run.cfg, run.cfg.seeds[0])
+    out = Path(run.out)
+    io.write_table(out.with_suffix(".csv"), rows, run.meta())
+    with io.atomic_path(out.with_suffix(".npz")) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, **arrays)
+
+
+def evaluate_stage(run: Run) -> None:
+    """Concatenate the per-job tables into ``fits.csv`` and ``pot.csv`` (in ``--out``)."""
+    fits, pots = [], []
+    for path in run.inputs:
+        table = io.read_table(path)
+        rows = [dict(zip(table, vals)) for vals in zip(*table.values())]
+        (pots if path.parent.name == "pot" else fits).extend(rows)
+    if not fits:
+        raise UsageError("--input: the evaluate stage needs the fit tables")
+    out = Path(run.out)
+    io.write_table(out / "fits.csv", fits, run.meta())
+    io.write_table(out / "pot.csv", pots, run.meta())
+
+
+def _figure(name: str):
+    def stage(run: Run) -> None:
+        from repro26.srgw import figures
+
+        getattr(figures, name)(run)
+
+    stage.__doc__ = f"Figure {name} (reads tables only)."
+    return stage
+
+
+def claims_stage(run: Run) -> None:
+    from repro26.srgw import claims
+
+    claims.write(run)
+
+
+STAGES = {
+    "data": data_stage,
+    "fit": fit_stage,
+    "pot": pot_stage,
+    "real": real_stage,
+    "evaluate": evaluate_stage,
+    "figure_error_vs_n": _figure("error_vs_n"),
+    "figure_gap_vs_n": _figure("gap_vs_n"),
+    "figure_time_vs_n": _figure("time_vs_n"),
+    "figure_real_networks": _figure("real_networks"),
+    "claims": claims_stage,
+}

@@ -1,0 +1,340 @@
+r"""Fits, metrics and the tidy tables every figure and claim reads.
+
+* :func:`fit_family_seed` — one (family, seed) job: for every n of the grid, sample a graph,
+  run srGW and the baselines, record MSE of :math:`\hat P` (off-diagonal mean of
+  :math:`(\hat P_{ij} - P_{ij})^2`), ARI against the true blocks (SBMs), wall time, and srGW's
+  relaxed / rounded objectives and their gap.
+* :func:`pot_compare_seed` — the same block-coordinate estimator with POT's
+  ``ot.gromov.semirelaxed_gromov_wasserstein`` as the T-step, from the same initial couplings
+  (objective and wall time; POT is imported only here).
+* :func:`fit_real_networks` — the srGW block model on the networkx graphs.
+* :func:`summarise` — mean and 95% CI over seeds, log-log slopes and the minimax rate curves.
+
+Wall times exclude JIT compilation (each function is compiled ahead of time with
+``jit(...).lower(...).compile()`` before the clock starts).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.special import comb
+
+from repro26.core.config import ConfigError
+from repro26.core.stats import loglog_slope, summary
+from repro26.srgw import data, model, solvers
+
+ESTIMATORS: tuple[str, ...] = ("srgw", "usvt", "sas", "nh", "sc")
+ESTIMATOR_LABELS = {
+    "srgw": "srGW (ours)",
+    "usvt": "USVT",
+    "sas": "sorting-and-smoothing",
+    "nh": "network histogram",
+    "sc": "spectral + block means",
+    "pot": "POT srGW (same BCD)",
+}
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def adjusted_rand_index(a: np.ndarray, b: np.ndarray) -> float:
+    """Hubert–Arabie adjusted Rand index of two labelings (1 = same partition)."""
+    a, b = np.asarray(a), np.asarray(b)
+    _, ai = np.unique(a, return_inverse=True)
+    _, bi = np.unique(b, return_inverse=True)
+    table = np.zeros((ai.max() + 1, bi.max() + 1))
+    np.add.at(table, (ai, bi), 1)
+    sum_cells = comb(table, 2).sum()
+    sum_a, sum_b = comb(table.sum(1), 2).sum(), comb(table.sum(0), 2).sum()
+    expected = sum_a * sum_b / comb(a.size, 2)
+    top = 0.5 * (sum_a + sum_b)
+    return 1.0 if top == expected else float((sum_cells - expected) / (top - expected))
+
+
+@jax.jit
+def mse_offdiag(P_hat: jax.Array, P: jax.Array) -> jax.Array:
+    """Mean of (P_hat - P)^2 over the off-diagonal entries."""
+    n = P.shape[0]
+    sq = (P_hat - P) ** 2
+    return (jnp.sum(sq) - jnp.sum(jnp.diag(sq))) / (n * (n - 1))
+
+
+def timed(fn: Callable, *args) -> tuple[Any, float]:
+    """Compile ``fn`` for ``args`` ahead of time, then return its result and wall time."""
+    compiled = jax.jit(fn).lower(*args).compile()
+    start = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    return out, time.perf_counter() - start
+
+
+# ----------------------------------------------------------------------------- families
+
+
+def n_blocks(cfg, family: str, n: int) -> int:
+    """True K for an SBM; ``ceil(k_scale * n ** k_exponent)`` for a smooth graphon."""
+    if family in cfg.sbms:
+        return len(cfg.sbms[family].sizes)
+    return int(math.ceil(cfg.k_scale * n**cfg.k_exponent - 1e-9))
+
+
+def families(cfg) -> tuple[str, ...]:
+    """Every synthetic family of the config: its SBMs, then its graphons."""
+    unknown = [g for g in cfg.graphons if g not in data.GRAPHONS]
+    if unknown:
+        raise ConfigError(f"srgw.graphons: '{unknown[0]}' is unknown; "
+                          f"allowed: {', '.join(data.GRAPHONS)}")
+    clash = set(cfg.sbms) & set(cfg.graphons)
+    if clash:
+        raise ConfigError(f"srgw.sbms: name '{sorted(clash)[0]}' is also a graphon name")
+    return (*cfg.sbms, *cfg.graphons)
+
+
+def family_ns(cfg, family: str) -> tuple[int, ...]:
+    return cfg.sbm_ns if family in cfg.sbms else cfg.graphon_ns
+
+
+def graph_key(seed: int, family: str, n: int) -> jax.Array:
+    """The key of graph (family, n, seed): the same graph in every stage that needs it."""
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), zlib.crc32(family.encode()) & 0x7FFFFFFF)
+    return jax.random.fold_in(key, n)
+
+
+def sample(cfg, family: str, n: int, seed: int):
+    """``(A, P, z_true or None, K)`` of one synthetic graph."""
+    key = graph_key(seed, family, n)
+    if family in cfg.sbms:
+        s = cfg.sbms[family]
+        A, P, z = data.sample_sbm(key, n, data.SBMSpec(s.p_in, s.p_out, tuple(s.sizes)))
+        return A, P, np.asarray(z), len(s.sizes)
+    A, P, _ = data.sample_graphon(key, n, family)
+    return A, P, None, n_blocks(cfg, family, n)
+
+
+def tolerance(cfg) -> float:
+    """Relative FW-gap tolerance ``10 ** tol_log10`` (a log10 in the config because the core
+    reads the resolved ``config.json`` with a YAML 1.1 loader, which takes ``1e-05`` for a
+    string)."""
+    return 10.0**cfg.tol_log10
+
+
+def srgw_estimator(cfg, K: int) -> model.SrgwEstimator:
+    return model.SrgwEstimator(K, cfg.n_random_inits, cfg.max_iter, tolerance(cfg))
+
+
+def baselines(cfg, K: int) -> dict[str, Any]:
+    """USVT, sorting-and-smoothing and network histogram (spectral clustering + block means is
+    run in :func:`fit_family_seed` from the spectral labels it shares with srGW's init)."""
+    return {
+        "usvt": model.USVT(cfg.usvt_eta, cfg.usvt_k_max),
+        "sas": model.SortAndSmooth(K),
+        "nh": model.NetworkHistogram(K),
+    }
+
+
+def _srgw_fit(est: model.SrgwEstimator, A, key):
+    best, every = est.solve(A, est.initial_couplings(A, key))
+    return best, every, model.block_fit(A, solvers.labels(best.T), est.K)
+
+
+def fit_family_seed(cfg, family: str, seed: int, progress: bool = False) -> list[dict]:
+    """All estimators on every n of the family's grid for one seed (one row per n, estimator).
+
+    srGW's spectral initialisation and the spectral-clustering baseline share one spectral
+    clustering per graph (computed and timed once; its time is added to both).
+    """
+    rows = []
+    for n in family_ns(cfg, family):
+        A, P, z_true, K = sample(cfg, family, n, seed)
+        key = jax.random.fold_in(graph_key(seed, family, n), 1)
+        k_spec, k_rand, k_base = jax.random.split(key, 3)
+        est = srgw_estimator(cfg, K)
+        z_spec, t_spec = timed(lambda A, k: model.spectral_labels(A, K, k), A, k_spec)
+        T0s, t_init = timed(est.couplings_from_labels, z_spec, k_rand)
+        (best, every), t_solve = timed(est.solve, A, T0s)
+        fit, t_fit = timed(lambda A, T: model.block_fit(A, solvers.labels(T), K), A, best.T)
+        gap = jax.jit(solvers.rounding_gap)(A, best.T)
+        base = {"family": family, "kind": "sbm" if z_true is not None else "graphon",
+                "n": n, "K": K, "seed": seed}
+        rows.append({**base, "estimator": "srgw", "mse": float(mse_offdiag(fit.P_hat, P)),
+                     "ari": _ari(z_true, fit.z), "time_s": t_spec + t_init + t_solve + t_fit,
+                     "solve_time_s": t_solve,
+                     "objective": float(best.objective), "relaxed": float(gap.relaxed),
+                     "rounded": float(gap.rounded), "gap": float(gap.gap),
+                     "fractional_rows": float(gap.fractional_rows),
+                     "iterations": int(best.n_iter), "fw_gap": float(best.gap),
+                     "best_init": "spectral" if int(jnp.argmin(every.objective)) == 0 else "random",
+                     "gap_bound": _gap_bound(n, fit.C)})
+        sc, t_sc = timed(lambda A, z: model.block_fit(A, z, K), A, z_spec)
+        rows.append({**base, "estimator": "sc", "mse": float(mse_offdiag(sc.P_hat, P)),
+                     "ari": _ari(z_true, sc.z), "time_s": t_spec + t_sc})
+        for name, estimator in baselines(cfg, K).items():
+            out, secs = timed(estimator, A, k_base)
+            rows.append({**base, "estimator": name, "mse": float(mse_offdiag(out.P_hat, P)),
+                         "ari": _ari(z_true, out.z), "time_s": secs})
+        if progress:
+            r = rows[-5]
+            print(f"srgw {family} seed {seed} n={n} K={K}: mse={r['mse']:.3g} "
+                  f"({r['time_s']:.2f}s, {r['iterations']} it)", flush=True)
+    return rows
+
+
+def _ari(z_true, z) -> float:
+    if z_true is None or z is None:
+        return float("nan")
+    return adjusted_rand_index(z_true, np.asarray(z))
+
+
+def _gap_bound(n: int, C) -> float:
+    r""":math:`\sum_i p_i^2 \max_{kl} \bar C_{kl}^2 = \max \bar C^2 / n`: the most the relaxation can
+    gain over a deterministic coupling (only the i = j terms are not linear in row i)."""
+    return float(jnp.max(C) ** 2 / n)
+
+
+# ----------------------------------------------------------------------------- POT reference
+
+
+def pot_block_model(A: np.ndarray, T0: np.ndarray, tol: float, max_iter: int):
+    """The same block-coordinate estimator with POT's srGW solver as the T-step.
+
+    Alternates ``T = ot.gromov.semirelaxed_gromov_wasserstein(A, C, p, G0=T)`` (conditional
+    gradient to relative tolerance ``tol``) and the closed-form ``C = T'AT / qq'``, until the
+    objective changes by less than ``tol`` (relative), as POT's ``semirelaxed_gromov_barycenters``
+    does for one graph with ``warmstartT=True, stop_criterion='loss'`` (which cannot start from a
+    given coupling). Returns ``(T, C, objective, outer_iterations)``.
+    """
+    import ot
+
+    p = T0.sum(1)
+    T = T0
+    C = _np_block_update(A, T)
+    prev = np.inf
+    for it in range(1, max_iter + 1):
+        T, log = ot.gromov.semirelaxed_gromov_wasserstein(
+            A, C, p, symmetric=True, G0=T, tol_rel=tol, tol_abs=0.0, log=True, max_iter=max_iter)
+        C = _np_block_update(A, T)
+        obj = _np_objective(A, T, C)
+        if abs(prev - obj) <= tol * abs(obj):
+            break
+        prev = obj
+    return T, C, obj, it
+
+
+def _np_block_update(A: np.ndarray, T: np.ndarray) -> np.ndarray:
+    q = T.sum(0)
+    qq = np.outer(q, q)
+    C = np.divide(T.T @ A @ T, qq, out=np.zeros_like(qq), where=qq > 1e-12)
+    return np.clip(0.5 * (C + C.T), 0.0, 1.0)
+
+
+def _np_objective(A: np.ndarray, T: np.ndarray, C: np.ndarray) -> float:
+    """F(T, C) in float64 numpy (square loss, symmetric A and C)."""
+    r, q = T.sum(1), T.sum(0)
+    return float(r @ (A * A) @ r + q @ (C * C) @ q - 2.0 * np.sum((A @ T @ C) * T))
+
+
+def pot_compare_seed(cfg, seed: int, progress: bool = False) -> list[dict]:
+    """Ours vs POT from identical initial couplings on the ``pot_families`` x ``pot_ns`` graphs.
+
+    Both run every initial coupling and keep the best objective; ours solves them in one vmapped
+    call, POT one after another. Objectives of both are re-evaluated in float64.
+    """
+    rows = []
+    for family in cfg.pot_families:
+        if family not in families(cfg):
+            raise ConfigError(f"srgw.pot_families: '{family}' is not a family of this config; "
+                              f"allowed: {', '.join(families(cfg))}")
+        for n in cfg.pot_ns:
+            A, _, _, K = sample(cfg, family, n, seed)
+            est = srgw_estimator(cfg, K)
+            k_spec, k_rand, _ = jax.random.split(jax.random.fold_in(graph_key(seed, family, n), 1), 3)
+            z_spec = jax.jit(lambda A, k: model.spectral_labels(A, K, k))(A, k_spec)
+            T0s = jax.jit(est.couplings_from_labels)(z_spec, k_rand)
+            (best, every), t_ours = timed(est.solve, A, T0s)
+            A64, T0s64 = np.asarray(A, np.float64), np.asarray(T0s, np.float64)
+            ours = _np_objective(A64, np.asarray(best.T, np.float64),
+                                 np.asarray(best.C, np.float64))
+            start = time.perf_counter()
+            pot = [pot_block_model(A64, T0, tolerance(cfg), cfg.max_iter) for T0 in T0s64]
+            t_pot = time.perf_counter() - start
+            pot_obj = min(r[2] for r in pot)
+            rows.append({"family": family, "n": n, "K": K, "seed": seed,
+                         "inits": int(T0s.shape[0]), "ours_objective": ours,
+                         "pot_objective": pot_obj, "objective_ratio": ours / pot_obj,
+                         "ours_time_s": t_ours, "pot_time_s": t_pot,
+                         "speedup": t_pot / t_ours,
+                         "ours_iterations": int(np.sum(np.asarray(every.n_iter))),
+                         "pot_outer_iterations": int(sum(r[3] for r in pot))})
+            if progress:
+                r = rows[-1]
+                print(f"srgw pot {family} n={n}: ratio {r['objective_ratio']:.4f} "
+                      f"speedup {r['speedup']:.2f}x", flush=True)
+    return rows
+
+
+# ----------------------------------------------------------------------------- real networks
+
+
+def fit_real_networks(cfg, seed: int) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """srGW (and spectral clustering for reference) on each networkx graph of the config."""
+    rows, arrays = [], {}
+    for i, (name, K) in enumerate(sorted(cfg.real_networks.items())):
+        A_np, _, ref = data.real_network(name)
+        A = jnp.asarray(A_np)
+        key = jax.random.fold_in(jax.random.PRNGKey(seed), i)
+        best, _, fit = _srgw_fit(srgw_estimator(cfg, K), A, key)
+        sc = model.SpectralBlockMeans(K)(A, key)
+        gap = solvers.rounding_gap(A, best.T)
+        z = np.asarray(fit.z)
+        rows.append({"network": name, "n": A_np.shape[0], "edges": int(A_np.sum() / 2), "K": K,
+                     "objective": float(gap.rounded), "gap": float(gap.gap),
+                     "ari_srgw": _ari(ref, z), "ari_spectral": _ari(ref, np.asarray(sc.z)),
+                     "block_sizes": " ".join(str(int(c)) for c in np.bincount(z, minlength=K))})
+        arrays[f"{name}_A"] = A_np
+        arrays[f"{name}_z"] = z
+        arrays[f"{name}_C"] = np.asarray(fit.C)
+    return rows, arrays
+
+
+# ----------------------------------------------------------------------------- summaries
+
+
+def theory_rate(kind: str, n: np.ndarray, K: np.ndarray) -> np.ndarray:
+    r"""Minimax / oracle rate of the K-block least-squares estimator (Gao, Lu & Zhou 2015):
+    SBM :math:`K^2/n^2 + \log K/n`; smooth graphon with K blocks adds the approximation error
+    :math:`K^{-2}` (Lipschitz in L2)."""
+    n, K = np.asarray(n, float), np.asarray(K, float)
+    rate = K**2 / n**2 + np.log(np.maximum(K, 2.0)) / n
+    return rate if kind == "sbm" else rate + K**-2.0
+
+
+def slope_summary(ns, values_by_seed) -> dict:
+    """Log-log slope per seed, summarised over seeds (NaN when a value is not positive)."""
+    values_by_seed = np.asarray(values_by_seed, float)
+    slopes = [loglog_slope(ns, v) if np.all(v > 0) else float("nan") for v in values_by_seed]
+    finite = [s for s in slopes if np.isfinite(s)]
+    out = summary(finite) if finite else {"mean": float("nan"), "ci95": [float("nan")] * 2, "n": 0}
+    return {**out, "per_seed": slopes}
+
+
+def pivot(table: dict[str, np.ndarray], value: str, **where) -> tuple[np.ndarray, np.ndarray]:
+    """``(ns, values[seed, n])`` of column ``value`` for the rows matching ``where``."""
+    mask = np.ones(len(table["n"]), bool)
+    for col, val in where.items():
+        mask &= table[col] == val
+    ns = np.unique(table["n"][mask])
+    seeds = np.unique(table["seed"][mask])
+    out = np.full((len(seeds), len(ns)), np.nan)
+    for s_i, s in enumerate(seeds):
+        for n_i, n in enumerate(ns):
+            sel = mask & (table["seed"] == s) & (table["n"] == n)
+            if sel.any():
+                out[s_i, n_i] = float(np.asarray(table[value][sel], float)[0])
+    return ns, out

@@ -1,0 +1,188 @@
+"""Figures of the srgw experiments; each reads tables (and the real-network arrays) only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from matplotlib import ticker as plt_ticker
+
+from repro26.core import io, plotting
+from repro26.srgw import evaluate
+
+COLORS = {"srgw": "C0", "usvt": "C1", "sas": "C2", "nh": "C3", "sc": "C4", "pot": "C5"}
+
+
+def _fits(run) -> dict[str, np.ndarray]:
+    return io.read_table(run.input("fits.csv"))
+
+
+def _families(table) -> list[str]:
+    return list(dict.fromkeys(table["family"].tolist()))
+
+
+def _n_axis(ax, ns) -> None:
+    """Log n axis labelled at the grid's values."""
+    ax.set_xscale("log")
+    ax.set_xticks(list(ns))
+    ax.set_xticklabels([f"{int(n):,}" for n in ns], rotation=30, fontsize=7)
+    ax.xaxis.set_minor_locator(plt_ticker.NullLocator())
+    ax.set_xlabel("nodes n")
+
+
+def _ci_line(ax, ns, vals, label, color, **kw):
+    vals = vals[np.all(np.isfinite(vals), axis=1)]
+    if len(vals):
+        plotting.line_with_ci(ax, ns, vals, label=label, color=color, marker="o", ms=3, **kw)
+
+
+def error_vs_n(run) -> None:
+    """Experiment 1: MSE of P_hat vs n per family (log-log, CI over seeds) with the rate line;
+    ARI vs n for the SBMs in the last row."""
+    table = _fits(run)
+    fams = _families(table)
+    sbms = [f for f in fams if table["kind"][table["family"] == f][0] == "sbm"]
+    ncols = 3
+    nrows = -(-len(fams) // ncols) + (1 if sbms else 0)
+    fig, axes = plotting.subplots(nrows, ncols, width=3.6, height=3.0)
+    for ax in axes.ravel():
+        ax.set_visible(False)
+    for i, fam in enumerate(fams):
+        ax = axes.ravel()[i]
+        ax.set_visible(True)
+        for est in evaluate.ESTIMATORS:
+            ns, vals = evaluate.pivot(table, "mse", family=fam, estimator=est)
+            _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
+        ns, K = evaluate.pivot(table, "K", family=fam, estimator="srgw")
+        kind = table["kind"][table["family"] == fam][0]
+        rate = evaluate.theory_rate(kind, ns, K[0])
+        _, ours = evaluate.pivot(table, "mse", family=fam, estimator="srgw")
+        anchor = np.nanmean(ours[:, 0]) / rate[0]
+        ax.plot(ns, anchor * rate, "k--", lw=1, label="minimax rate (scaled)")
+        _n_axis(ax, ns)
+        ax.set_yscale("log")
+        ax.set_title(f"{fam} (K={'true' if kind == 'sbm' else 'ceil(c n^b)'})")
+        ax.set_ylabel("MSE of P̂")
+        if i == 0:
+            ax.legend(fontsize=6)
+    if sbms:
+        base = (nrows - 1) * ncols
+        for j, fam in enumerate(sbms[:ncols]):
+            ax = axes.ravel()[base + j]
+            ax.set_visible(True)
+            for est in ("srgw", "sas", "nh", "sc"):
+                ns, vals = evaluate.pivot(table, "ari", family=fam, estimator=est)
+                _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
+            _n_axis(ax, ns)
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_title(f"{fam}: block recovery")
+            ax.set_ylabel("ARI")
+    fig.suptitle("Estimation error vs n (mean, 95% CI over seeds)")
+    plotting.save(fig, run.out)
+
+
+def gap_vs_n(run) -> None:
+    """Experiment 2: relaxed-vs-rounded optimality gap vs n, with the O(1/n) bound."""
+    table = _fits(run)
+    fams = _families(table)
+    fig, axes = plotting.subplots(1, 2, width=4.4, height=3.3)
+    ax = axes[0, 0]
+    bounds = {f: evaluate.pivot(table, "gap_bound", family=f, estimator="srgw") for f in fams}
+    floor = min(np.nanmin(b) for _, b in bounds.values()) / 100
+    for i, fam in enumerate(fams):
+        ns, gap = evaluate.pivot(table, "gap", family=fam, estimator="srgw")
+        color = f"C{i % 10}"
+        ax.plot(ns, np.nanmean(bounds[fam][1], 0), color=color, ls="--", lw=1)
+        grid = np.broadcast_to(ns, gap.shape)
+        pos = gap > 0
+        ax.scatter(grid[pos], gap[pos], color=color, s=14, label=f"{fam}: gap > 0")
+        ax.scatter(grid[~pos], np.full((~pos).sum(), floor), color=color, marker="x", s=14,
+                   label=f"{fam}: gap ≤ 0 ({(~pos).sum()}/{gap.size})")
+    _n_axis(ax, ns)
+    ax.set_yscale("log")
+    ax.set_ylabel("F(rounded) − F(relaxed)")
+    ax.set_title("each graph (x at bottom: gap ≤ 0)\ndashed: bound max C̄²/n", fontsize=8)
+    ax.legend(fontsize=5, ncol=2)
+    ax = axes[0, 1]
+    for i, fam in enumerate(fams):
+        ns, frac = evaluate.pivot(table, "fractional_rows", family=fam, estimator="srgw")
+        _ci_line(ax, ns, frac, fam, f"C{i % 10}")
+    ax.legend(fontsize=6)
+    _n_axis(ax, ns)
+    ax.set_ylabel("fraction of rows")
+    ax.set_title("rows of relaxed T not one-hot", fontsize=8)
+    fig.suptitle("Relaxed vs deterministic (rounded) srGW objective", y=1.04)
+    plotting.save(fig, run.out)
+
+
+def time_vs_n(run) -> None:
+    """Experiment 3: wall time vs n: ours vs POT (same estimator) and vs the baselines."""
+    table = _fits(run)
+    pot = io.read_table(run.input("pot.csv"))
+    fig, axes = plotting.subplots(1, 2, width=4.4, height=3.3)
+    ax = axes[0, 0]
+    if len(pot.get("n", [])):
+        for j, fam in enumerate(_families(pot)):
+            ns, ours = evaluate.pivot(pot, "ours_time_s", family=fam)
+            _, ref = evaluate.pivot(pot, "pot_time_s", family=fam)
+            ls = "-" if j == 0 else ":"
+            _ci_line(ax, ns, ours, f"ours ({fam})", COLORS["srgw"], ls=ls)
+            _ci_line(ax, ns, ref, f"POT ({fam})", COLORS["pot"], ls=ls)
+        _n_axis(ax, np.unique(pot["n"]))
+    ax.set_yscale("log")
+    ax.set_ylabel("wall time to tolerance (s)")
+    ax.set_title("srGW: ours (JAX) vs POT, same inits", fontsize=8)
+    ax.legend(fontsize=6)
+    ax = axes[0, 1]
+    for est in evaluate.ESTIMATORS:
+        # median over families of the per-seed times
+        rows = table["estimator"] == est
+        ns = np.unique(table["n"][rows])
+        seeds = np.unique(table["seed"][rows])
+        vals = np.array([[np.median(np.asarray(table["time_s"][rows & (table["n"] == n)
+                                                                & (table["seed"] == s)], float))
+                          for n in ns] for s in seeds])
+        _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
+    _n_axis(ax, np.unique(table["n"]))
+    ax.set_yscale("log")
+    ax.set_ylabel("wall time (s), median over families")
+    ax.set_title("all estimators (compile excluded)", fontsize=8)
+    ax.legend(fontsize=6)
+    plotting.save(fig, run.out)
+
+
+def real_networks(run) -> None:
+    """Experiment 4: reordered adjacency (nodes sorted by srGW block) and the fitted W_hat."""
+    table = io.read_table(run.input("real.csv"))
+    with np.load(run.input("real.npz")) as arrays:
+        arrays = {k: arrays[k] for k in arrays.files}
+    names = table["network"].tolist()
+    fig, axes = plotting.subplots(2, len(names), width=2.9, height=2.8)
+    for j, name in enumerate(names):
+        A, z, C = arrays[f"{name}_A"], arrays[f"{name}_z"], arrays[f"{name}_C"]
+        order = np.argsort(z, kind="stable")
+        ax = axes[0, j]
+        ax.imshow(A[np.ix_(order, order)], cmap="Greys", interpolation="nearest")
+        for b in np.cumsum(np.bincount(z, minlength=C.shape[0]))[:-1]:
+            ax.axhline(b - 0.5, color="C3", lw=0.6)
+            ax.axvline(b - 0.5, color="C3", lw=0.6)
+        ari = table["ari_srgw"][j]
+        extra = f", ARI {float(ari):.2f}" if str(ari) not in ("", "nan") else ""
+        ax.set_title(f"{name} (n={table['n'][j]}, K={table['K'][j]}{extra})", fontsize=7)
+        ax.set_xlabel("node (sorted by block)")
+        if j == 0:
+            ax.set_ylabel("node (sorted by block)")
+        ax.grid(False)
+        ax = axes[1, j]
+        zs = z[order]
+        image = ax.imshow(C[np.ix_(zs, zs)], cmap="viridis", vmin=0, vmax=1, origin="upper",
+                          extent=(0, 1, 1, 0), interpolation="nearest")
+        ax.set_xlabel("u")
+        if j == 0:
+            ax.set_ylabel("v")
+        ax.set_title("Ŵ(u, v) = C̄[z(u), z(v)]", fontsize=7)
+        ax.grid(False)
+    fig.colorbar(image, ax=axes[1, :].tolist(), shrink=0.8, label="edge probability")
+    fig.suptitle("srGW block models of networkx graphs")
+    plotting.save(fig, Path(run.out))

@@ -1,0 +1,66 @@
+"""srgw end to end at smoke scale (stage functions in a tmp dir) and bad-config handling."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from repro26.core.cli import Run, _enable_compile_cache, main, resolve_run_config
+from repro26.core.config import ConfigError
+from repro26.srgw import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_smoke_end_to_end(tmp_path, monkeypatch):
+    """Every stage at smoke scale; the compile cache (as the CLI enables it) is shared by the
+    families, whose graphs have the same shapes."""
+    monkeypatch.setenv("REPRO26_JAX_CACHE", str(tmp_path / "jax-cache"))
+    _enable_compile_cache()
+    scale, cfg, h = resolve_run_config(cli, "srgw", ROOT / "config" / "config.yaml", "smoke")
+
+    def run(stage, out, inputs=(), seed=None, variant=None):
+        cli.STAGES[stage](Run("srgw", stage, scale, cfg, h, Path(out), seed, variant,
+                              tuple(Path(p) for p in inputs), progress=False))
+
+    run("data", tmp_path / "data")
+    fits = []
+    for fam in (*cfg.sbms, *cfg.graphons):
+        path = tmp_path / "runs" / fam / "seed0.csv"
+        run("fit", path, seed=0, variant=fam)
+        fits.append(path)
+    run("pot", tmp_path / "pot" / "seed0.csv", seed=0)
+    run("real", tmp_path / "real" / "real.csv")
+    run("evaluate", tmp_path / "tables", [*fits, tmp_path / "pot" / "seed0.csv"])
+    tables = [tmp_path / "tables" / "fits.csv", tmp_path / "tables" / "pot.csv"]
+    for fig in ("error_vs_n", "gap_vs_n", "time_vs_n"):
+        run(f"figure_{fig}", tmp_path / "figures" / f"{fig}.png", tables)
+        assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
+    run("figure_real_networks", tmp_path / "figures" / "real_networks.png",
+        [tmp_path / "real" / "real.csv", tmp_path / "real" / "real.npz"])
+    run("claims", tmp_path / "claims.json", tables)
+    claims = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["id"] for c in claims["claims"]] == ["gap_rate", "minimax_rate", "pot_agreement"]
+    assert all(isinstance(c["holds"], bool) for c in claims["claims"])
+    pot = claims["claims"][2]["measured"]["by_n"]
+    assert all(v["objective_ratio_max"] < 1.01 for v in pot.values())
+
+
+def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "config.yaml"
+    bad.write_text("scale: smoke\nsrgw:\n  common: {max_iter: many}\n"
+                   "  smoke: {seeds: [0], sbm_ns: [48], graphon_ns: [48], sbms: {}, graphons: []}\n"
+                   "  small: {}\n  paper: {}\n")
+    assert main(["srgw", "data", "--config", str(bad), "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "max_iter" in err[0]
+
+
+def test_unknown_graphon_is_a_config_error(tmp_path):
+    scale, cfg, h = resolve_run_config(cli, "srgw", ROOT / "config" / "config.yaml", "smoke")
+    import dataclasses
+
+    bad = dataclasses.replace(cfg, graphons=("nope",))
+    with pytest.raises(ConfigError, match="graphons"):
+        cli.STAGES["data"](Run("srgw", "data", scale, bad, h, tmp_path, progress=False))
