@@ -1,0 +1,83 @@
+"""End to end at `smoke` scale: every stage through the CLI in a temporary folder, then the
+properties the bound optimisation must have on the real runs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from repro26.core import io
+from repro26.core.cli import main
+
+CONFIG = ["--config", "config/config.yaml", "--scale", "smoke", "--threads", "1", "--no-progress"]
+FIGURES = ["endpoints", "error_vs_n", "coverage", "width_vs_class", "iv_bounds"]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, repo_root, monkeypatch_module):
+    monkeypatch_module.chdir(repo_root)
+    root = tmp_path_factory.mktemp("masked_ncm")
+    datasets = ["nodes3", "iv"]
+
+    def stage(*args):
+        assert main(["masked_ncm", *args, *CONFIG]) == 0
+
+    for g in datasets:
+        stage("data", "--variant", g, "--out", str(root / "data" / f"{g}.json"))
+        stage("train", "--variant", g, "--input", str(root / "data" / f"{g}.json"),
+              "--out", str(root / "runs" / f"{g}.csv"))
+    inputs = [str(root / "data" / f"{g}.json") for g in datasets] + \
+        [str(root / "runs" / f"{g}.csv") for g in datasets]
+    stage("evaluate", "--input", *inputs, "--out", str(root / "bounds.csv"))
+    for name in FIGURES:
+        table = "iv_bounds.csv" if name == "iv_bounds" else "bounds.csv"
+        stage(f"figure_{name}", "--input", str(root / table), "--out", str(root / "figures" / f"{name}.png"))
+    stage("claims", "--input", str(root / "bounds.csv"), "--out", str(root / "claims.json"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def test_every_output_is_written(smoke):
+    for name in FIGURES:
+        assert (smoke / "figures" / f"{name}.png").stat().st_size > 0
+        assert (smoke / "figures" / f"{name}.pdf").stat().st_size > 0
+    claims = json.loads((smoke / "claims.json").read_text())
+    assert [c["id"] for c in claims["claims"]] == ["endpoint_error", "coverage"]
+    assert all(isinstance(c["holds"], bool) for c in claims["claims"])
+    assert claims["meta"]["config_hash"]
+
+
+def test_fitted_masks_reproduce_plugin_ida_and_bounds_bracket_it(smoke):
+    """After the fit phase each mask's NCM gives that DAG's (plug-in) IDA value; the min / max
+    runs end on the two sides of it, inside the data-fit region."""
+    runs = io.read_table(smoke / "runs" / "nodes3.csv")
+    data = io.read_json(smoke / "data" / "nodes3.json")
+    ida = {(inst["seed"], s["n"], m): v for inst in data["instances"] for s in inst["samples"]
+           for m, v in enumerate(s["ida_plugin"])}
+    expected = np.array([ida[(s, n, m)] for s, n, m in zip(runs["seed"], runs["n"], runs["mask"])])
+    converged = runs["nll_fit"] - runs["nll_mle"] < 1e-4
+    assert converged.mean() > 0.8
+    # plug-in IDA smooths empty strata with a pseudo-count; the NCM fits them freely
+    assert np.median(np.abs(runs["q_fit"] - expected)[converged]) < 1e-3
+    feasible = runs["constraint"] < 1.0
+    assert feasible.mean() > 0.9
+    lo = (runs["direction"] == "min") & feasible
+    hi = (runs["direction"] == "max") & feasible
+    assert np.all(runs["q"][lo] <= runs["q_fit"][lo] + 1e-4)
+    assert np.all(runs["q"][hi] >= runs["q_fit"][hi] - 1e-4)
+
+
+def test_bounds_table_is_consistent(smoke):
+    b = io.read_table(smoke / "bounds.csv")
+    assert np.all(b["true_lo"] <= b["true_effect"] + 1e-12)
+    assert np.all(b["true_effect"] <= b["true_hi"] + 1e-12)
+    assert np.all(b["ncm_lo"] <= b["ncm_hi"])
+    assert np.all(b["ncm_lo"] <= b["single_lo"] + 1e-6) and np.all(b["single_hi"] <= b["ncm_hi"] + 1e-6)
+    iv = io.read_table(smoke / "iv_bounds.csv")
+    assert np.all(iv["true_lo"] <= iv["true_effect"]) and np.all(iv["true_effect"] <= iv["true_hi"])
+    assert np.all(iv["ncm_lo"] <= iv["ncm_hi"])
