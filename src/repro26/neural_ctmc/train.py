@@ -1,0 +1,173 @@
+"""Data preparation and training stages: one job per (corpus, method, seed), plus the scorer.
+
+Every diffusion model is trained on the same token budget (``steps x batch_size x L``) with
+the same backbone and optimiser (AdamW, linear warm-up then cosine decay, global-norm
+clipping); each minimises its own estimate of the NLL bound in nats/token
+(:func:`losses.sequence_bound`), through ``repro26.core.train.run_loop`` with a checkpoint next
+to the output so a killed job resumes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from repro26.core import io
+from repro26.core.config import UsageError
+from repro26.core.train import init_train_state, optax_step, run_loop
+from repro26.neural_ctmc import data as D
+from repro26.neural_ctmc import losses
+from repro26.neural_ctmc.model import METHODS, make_denoiser, make_scorer, scorer_nll
+
+CORPORA: tuple[str, ...] = ("hmm", "text")
+SCORER_SEED = 10_000
+
+
+def parse_variant(variant: str | None, need_method: bool = True) -> tuple[str, str | None]:
+    """``'<corpus>:<method>'`` (or ``'<corpus>'``) -> ``(corpus, method)``."""
+    parts = (variant or "").split(":")
+    corpus = parts[0]
+    method = parts[1] if len(parts) > 1 else None
+    if corpus not in CORPORA:
+        raise UsageError(f"--variant: corpus '{corpus}' unknown; use one of {', '.join(CORPORA)}")
+    if need_method and method not in METHODS:
+        raise UsageError(f"--variant: method '{method}' unknown; use <corpus>:<method> with "
+                         f"method one of {', '.join(METHODS)}")
+    return corpus, method
+
+
+# ----------------------------------------------------------------------------- data stage
+
+
+def build_corpus(cfg, corpus: str) -> tuple[dict[str, np.ndarray], dict]:
+    """Arrays (``train``, ``val`` and, for the HMM, its parameters) and reference statistics."""
+    if corpus == "hmm":
+        h = cfg.hmm
+        key = jax.random.PRNGKey(h.data_seed)
+        k_m, k_x = jax.random.split(key)
+        hmm = D.make_hmm(k_m, h.vocab_size, h.hidden_states, h.transition_concentration,
+                         h.emission_concentration)
+        x = D.hmm_sample(k_x, hmm, h.n_train + h.n_val + h.entropy_samples, h.seq_len)
+        train, val = x[: h.n_train], x[h.n_train: h.n_train + h.n_val]
+        ent, ent_se = D.hmm_entropy_per_token(hmm, x[h.n_train + h.n_val:])
+        arrays = {"train": np.asarray(train), "val": np.asarray(val),
+                  **{k: np.asarray(v) for k, v in hmm.items()}}
+        vocab = h.vocab_size
+        ref = {"true_entropy_per_token": ent, "true_entropy_se": ent_se}
+    else:
+        t = cfg.text
+        stream, vocab = D.load_text_tokens(t.source, t.local_path, t.vocab_size)
+        train, val = D.split_windows(stream, t.seq_len, t.val_fraction, t.max_train, t.max_val)
+        arrays = {"train": train, "val": val}
+        ref = {"n_tokens": int(stream.size)}
+    val_ent = D.unigram_entropy(jnp.asarray(arrays["val"]), vocab)
+    ref.update(corpus=corpus, vocab_size=int(vocab), seq_len=int(arrays["train"].shape[1]),
+               n_train=int(arrays["train"].shape[0]), n_val=int(arrays["val"].shape[0]),
+               data_unigram_entropy=float(val_ent.mean()))
+    arrays["vocab_size"] = np.asarray(vocab)
+    return arrays, ref
+
+
+def stage_data(run) -> None:
+    corpus, _ = parse_variant(run.variant, need_method=False)
+    arrays, ref = build_corpus(run.cfg, corpus)
+    out = Path(run.out)
+    with io.atomic_path(out) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+    io.write_json(out.with_suffix(".json"), {**ref, "meta": run.meta()})
+
+
+def load_corpus(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def make_optimizer(tc) -> optax.GradientTransformation:
+    schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, max(tc.warmup, 1),
+                                                  max(tc.steps, tc.warmup + 1), tc.lr * 0.1)
+    return optax.chain(optax.clip_by_global_norm(tc.grad_clip),
+                       optax.adamw(schedule, weight_decay=tc.weight_decay))
+
+
+def init_denoiser(cfg, method: str, vocab: int, seq_len: int, seed: int):
+    m = cfg.model
+    return make_denoiser(method, vocab_size=vocab, seq_len=seq_len, d_model=m.d_model,
+                         n_layers=m.n_layers, n_heads=m.n_heads, mlp_ratio=m.mlp_ratio,
+                         key=jax.random.PRNGKey(seed))
+
+
+def init_scorer(cfg, vocab: int, seq_len: int):
+    m = cfg.scorer_model
+    return make_scorer(vocab_size=vocab, seq_len=seq_len, d_model=m.d_model, n_layers=m.n_layers,
+                       n_heads=m.n_heads, mlp_ratio=m.mlp_ratio,
+                       key=jax.random.PRNGKey(SCORER_SEED))
+
+
+def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str):
+    """Train ``model`` with ``loss_fn(model, x0_batch, key)`` on random batches of ``train``."""
+    optimizer = make_optimizer(tc)
+    data = jnp.asarray(train)
+
+    def batch_loss(model, data, key):
+        k_idx, k_loss = jax.random.split(key)
+        x0 = data[jax.random.randint(k_idx, (tc.batch_size,), 0, data.shape[0])]
+        return loss_fn(model, x0, k_loss)
+
+    out = Path(run.out)
+    state, history = run_loop(
+        optax_step(batch_loss, optimizer), init_train_state(model, optimizer), data,
+        key=jax.random.PRNGKey(seed + 1), num_steps=tc.steps, chunk_size=tc.chunk_size,
+        checkpoint_path=out.with_name(out.name + ".ckpt"), checkpoint_every=tc.checkpoint_every,
+        desc=desc, progress=run.progress)
+    io.save_checkpoint(out, state.model, tc.steps)
+    tokens = (np.arange(1, tc.steps + 1) * tc.batch_size * train.shape[1])
+    rows = {"step": np.arange(1, tc.steps + 1), "tokens": tokens,
+            **{k: np.asarray(v).reshape(tc.steps) for k, v in history.items()}}
+    io.write_table(out.with_suffix(".csv"), rows, run.meta())
+    return state.model
+
+
+def stage_train(run) -> None:
+    """Train one diffusion model (``--variant <corpus>:<method> --seed N``)."""
+    corpus, method = parse_variant(run.variant)
+    if run.seed is None:
+        raise UsageError("--seed: the train stage needs a seed")
+    arrays = load_corpus(run.input(f"{corpus}.npz"))
+    vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
+    model = init_denoiser(run.cfg, method, vocab, seq_len, run.seed)
+    eps = run.cfg.eps
+
+    def loss_fn(model, x0, key):
+        terms = losses.sequence_bound(method, model, x0, key, eps)
+        means = {k: v.mean() for k, v in terms.items()}
+        return means.pop("bound"), means
+
+    _fit(run, model, loss_fn, arrays["train"], run.cfg.train, run.seed, f"{corpus}:{method}")
+
+
+def stage_scorer(run) -> None:
+    """Train the autoregressive scorer of ``--variant <corpus>`` and record its validation NLL."""
+    corpus, _ = parse_variant(run.variant, need_method=False)
+    arrays = load_corpus(run.input(f"{corpus}.npz"))
+    vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
+    model = init_scorer(run.cfg, vocab, seq_len)
+
+    def loss_fn(model, x0, key):
+        del key
+        return scorer_nll(model, x0).mean(), {}
+
+    model = _fit(run, model, loss_fn, arrays["train"], run.cfg.scorer_train, SCORER_SEED,
+                 f"scorer:{corpus}")
+    val_nll = float(eqx.filter_jit(scorer_nll)(model, jnp.asarray(arrays["val"])).mean())
+    io.write_json(Path(run.out).with_suffix(".json"),
+                  {"corpus": corpus, "val_nll_per_token": val_nll, "val_ppl": float(np.exp(val_nll)),
+                   "meta": run.meta()})

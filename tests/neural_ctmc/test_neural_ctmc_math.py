@@ -1,0 +1,261 @@
+"""Neural CTMC math against closed forms and independent references (scipy)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.stats
+
+from repro26.neural_ctmc import data as D
+from repro26.neural_ctmc import losses, solvers
+
+EPS = 1e-3
+
+
+def _softplus_inv(y):
+    return jnp.log(jnp.expm1(y))
+
+
+# ----------------------------------------------------------------------------- forward process
+
+
+@pytest.mark.parametrize("vocab", [3, 5])
+def test_forward_marginals_match_matrix_exponential(vocab):
+    """q_t(.|x0) = row x0 of expm(int_0^t Q) = expm(-log(alpha_t) (11^T/V - I))."""
+    for t in (0.05, 0.3, 0.7, 0.999):
+        sigma = -np.log(1.0 - (1.0 - EPS) * t)
+        p = scipy.linalg.expm(sigma * (np.full((vocab, vocab), 1.0 / vocab) - np.eye(vocab)))
+        q = losses.uniform_marginal(jnp.arange(vocab), jnp.full(vocab, t), EPS, vocab)
+        np.testing.assert_allclose(np.asarray(q), p, atol=2e-6)
+        gen = np.asarray(losses.generator(vocab, 1.0))
+        np.testing.assert_allclose(gen.sum(1), 0.0, atol=1e-7)
+
+
+def test_corruption_samples_the_forward_marginal():
+    key = jax.random.PRNGKey(0)
+    x0 = jnp.zeros((20000, 1), jnp.int32)
+    t = jnp.full(20000, 0.6)
+    xt = losses.corrupt_uniform(key, x0, t, EPS, 4)[:, 0]
+    freq = np.bincount(np.asarray(xt), minlength=4) / 20000
+    np.testing.assert_allclose(freq, np.asarray(losses.uniform_marginal(0, 0.6, EPS, 4)), atol=0.015)
+
+
+# ----------------------------------------------------------------------------- reverse rates
+
+
+def _toy_marginal(p_data, t, vocab):
+    a = 1.0 - (1.0 - EPS) * t
+    return a * p_data + (1.0 - a) / vocab
+
+
+def test_reverse_rates_time_reversal_identity_three_tokens():
+    """3-token toy: (i) q(x|x0) R*(x->y|x0) = q(y|x0) Q(y->x) (flux reversal); (ii) the
+    posterior-averaged conditional rates are the marginal reverse rates; (iii) they solve the
+    reverse-time Kolmogorov equation -dq/dt = q R - q * lambda (finite differences)."""
+    vocab, t, dt = 3, 0.4, 1e-3
+    p_data = np.array([0.6, 0.3, 0.1])
+    beta = (1.0 - EPS) / (1.0 - (1.0 - EPS) * t)
+    gen = np.asarray(losses.generator(vocab, beta), np.float64)
+    x, x0 = np.meshgrid(np.arange(vocab), np.arange(vocab), indexing="ij")
+    r_cond = np.asarray(losses.true_reverse_rates(jnp.asarray(x), jnp.asarray(x0),
+                                                  jnp.full(x.shape, t), EPS, vocab), np.float64)
+    q_cond = np.asarray(losses.uniform_marginal(jnp.arange(vocab), jnp.full(vocab, t), EPS, vocab),
+                        np.float64)  # [x0, x]
+    for a, b, c in itertools.product(range(vocab), repeat=3):
+        if b != c:
+            np.testing.assert_allclose(q_cond[a, b] * r_cond[b, a, c], q_cond[a, c] * gen[c, b],
+                                       rtol=1e-5)
+    q_t = _toy_marginal(p_data, t, vocab)
+    post = (p_data[:, None] * q_cond) / q_t[None, :]  # p(x0 | x_t = x) as [x0, x]
+    r_marg = np.einsum("ax,xay->xy", post, r_cond)
+    expected = gen.T * q_t[None, :] / q_t[:, None]
+    np.fill_diagonal(expected, 0.0)
+    np.testing.assert_allclose(r_marg, expected, rtol=1e-5)
+    lam = r_marg.sum(1)
+    dq_dt = (_toy_marginal(p_data, t + dt, vocab) - _toy_marginal(p_data, t - dt, vocab)) / (2 * dt)
+    np.testing.assert_allclose(-dq_dt, q_t @ r_marg - q_t * lam, rtol=1e-4, atol=1e-7)
+    lam_star, jump = losses.true_exit_and_jump(jnp.asarray(x), jnp.asarray(x0),
+                                               jnp.full(x.shape, t), EPS, vocab)
+    np.testing.assert_allclose(np.asarray(lam_star)[..., None] * np.asarray(jump), r_cond, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- path KL
+
+
+def _toy_batch(vocab=6, n=64, seed=0):
+    k = jax.random.split(jax.random.PRNGKey(seed), 5)
+    x0 = jax.random.randint(k[0], (n,), 0, vocab)
+    x = jax.random.randint(k[1], (n,), 0, vocab)
+    t = jax.random.uniform(k[2], (n,), minval=0.01, maxval=1.0)
+    return x0, x, t, jax.random.normal(k[3], (n, vocab)), jax.random.normal(k[4], (n,))
+
+
+@jax.jit
+def _terms_at_true_reverse(x0, x, t):
+    vocab = 6
+    lam, jump = losses.true_exit_and_jump(x, x0, t, EPS, vocab)
+    rate_h = _softplus_inv(lam / losses.rate_scale(t, EPS))
+    logits = jnp.log(jnp.where(jump > 0, jump, 1.0))
+    poisson, direction = losses.neural_ctmc_integrand(logits, rate_h, x, x0, t, EPS)
+    q = losses.uniform_marginal(x0, t, EPS, vocab)
+    log_ratio = jnp.log(q) - jnp.log(jnp.take_along_axis(q, x[:, None], 1))
+    clean = jnp.where(jax.nn.one_hot(x0, vocab) > 0, 30.0, -30.0)
+    return (poisson, direction, losses.sedd_integrand(log_ratio, x, x0, t, EPS),
+            losses.gidd_integrand(clean, x, x0, t, EPS))
+
+
+def test_path_kl_zero_when_model_is_true_reverse():
+    """Neural CTMC heads = (lambda*, J*); SEDD scores = true ratios; GIDD x_hat = x0: KL = 0."""
+    x0, x, t, _, _ = _toy_batch(6)
+    poisson, direction, sedd, gidd = _terms_at_true_reverse(x0, x, t)
+    np.testing.assert_allclose(np.asarray(poisson), 0.0, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(direction), 0.0, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(sedd), 0.0, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(gidd), 0.0, atol=1e-3)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _ours_and_reference(method, x0, x, t, logits, rate_h):
+    vocab = logits.shape[-1]
+    lam, log_j = losses.model_rates(method, logits, rate_h, x, t, EPS)
+    r_theta = lam[:, None] * jnp.exp(log_j)
+    reference = losses.path_kl_rates(losses.true_reverse_rates(x, x0, t, EPS, vocab), r_theta)
+    if method == "neural_ctmc":
+        ours = sum(losses.neural_ctmc_integrand(logits, rate_h, x, x0, t, EPS))
+    elif method == "sedd":
+        ours = losses.sedd_integrand(logits, x, x0, t, EPS)
+    else:
+        ours = losses.gidd_integrand(logits, x, x0, t, EPS)
+    return ours, reference
+
+
+@pytest.mark.parametrize("method", ["neural_ctmc", "sedd", "gidd"])
+def test_integrands_equal_generic_path_kl(method):
+    """Every parameterisation's loss is the path-KL integrand of its own rates (and >= 0)."""
+    ours, reference = _ours_and_reference(method, *_toy_batch(6, seed=1))
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(reference), rtol=2e-4, atol=1e-4)
+    assert np.all(np.asarray(ours) >= -1e-5)
+
+
+def test_time_sampler_is_unbiased():
+    """E[w f(t)] = int_0^1 f for the importance-sampled times (f = beta, exact integral)."""
+    t, w = losses.sample_times(jax.random.PRNGKey(3), 200000, EPS, "neural_ctmc")
+    est = float(jnp.mean(w * losses.beta(t, EPS)))
+    np.testing.assert_allclose(est, -np.log(EPS), rtol=5e-3)
+
+
+@jax.jit
+@functools.partial(jax.vmap, in_axes=(0, None, None))
+def _exact_model_integrand(tt, x0, p_data):
+    """E_{x_t ~ q_t(.|x0)} of the path-KL integrand against the exact marginal reverse rates."""
+    vocab = p_data.shape[0]
+    states, x0s = jnp.arange(vocab), jnp.full(vocab, x0)
+    p_t = _toy_marginal(p_data, tt, vocab)
+    q = losses.uniform_marginal(x0s, jnp.full(vocab, tt), EPS, vocab)[0]
+    r_star = losses.true_reverse_rates(states, x0s, jnp.full(vocab, tt), EPS, vocab)
+    r_model = losses.beta(tt, EPS) / vocab * p_t[None, :] / p_t[:, None]
+    r_model = jnp.where(jnp.eye(vocab, dtype=bool), 0.0, r_model)
+    return jnp.sum(q * losses.path_kl_rates(r_star, r_model))
+
+
+def test_elbo_of_exact_rate_model_equals_true_nll():
+    """1-position toy, model rates = the data process's reverse rates
+    R_t(x->y) = (beta/V) p_t(y)/p_t(x). Its bound on -log p(x0) equals the true NLL, up to the
+    known prior mismatch sum_x q_1(x|x0) log(p_1(x)/pi(x)) (model starts from uniform pi)."""
+    vocab = 3
+    p_data = jnp.array([0.6, 0.3, 0.1])
+    t, w = losses.sample_times(jax.random.PRNGKey(7), 20000, EPS, "neural_ctmc")
+    for x0 in range(vocab):
+        vals = np.asarray(w * _exact_model_integrand(t, x0, p_data))
+        q1 = np.asarray(losses.uniform_marginal(x0, 1.0, EPS, vocab))
+        p1 = np.asarray(_toy_marginal(p_data, 1.0, vocab))
+        bound = losses.prior_kl_uniform(EPS, vocab) + vals.mean()
+        truth = -np.log(float(p_data[x0])) + np.sum(q1 * np.log(p1 * vocab))
+        se = vals.std() / np.sqrt(vals.size)
+        assert abs(bound - truth) < 4 * se + 1e-3, (x0, bound, truth, se)
+
+
+# ----------------------------------------------------------------------------- samplers
+
+
+class ExactRates(eqx.Module):
+    """Neural CTMC heads set to the true reverse process of a 1-position data distribution."""
+
+    p_data: jax.Array
+    eps: float = eqx.field(static=True)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.p_data.shape[0]
+
+    def __call__(self, x, t):
+        vocab = self.vocab_size
+        p_t = _toy_marginal(self.p_data, t, vocab)
+        rates = losses.beta(t, self.eps) / vocab * p_t[None, :] / p_t[x][:, None]
+        own = jax.nn.one_hot(x, vocab, dtype=bool)
+        lam = jnp.sum(jnp.where(own, 0.0, rates), axis=-1)
+        return jnp.log(rates), _softplus_inv(lam / losses.rate_scale(t, self.eps))
+
+
+class ExactClean(eqx.Module):
+    """MDLM SUBS prediction for a 1-position toy: x_hat = p_data."""
+
+    p_data: jax.Array
+
+    @property
+    def vocab_size(self) -> int:
+        return self.p_data.shape[0]
+
+    def __call__(self, x, t):
+        return jnp.broadcast_to(jnp.log(self.p_data), (x.shape[0], self.vocab_size)), jnp.zeros(x.shape)
+
+
+@pytest.mark.parametrize("method,sampler", [("neural_ctmc", "tau"), ("neural_ctmc", "euler"),
+                                            ("mdlm", "ancestral")])
+def test_exact_rate_sampler_reproduces_data(method, sampler):
+    p_data = jnp.array([0.5, 0.25, 0.15, 0.1])
+    model = ExactRates(p_data, EPS) if method == "neural_ctmc" else ExactClean(p_data)
+    n = 4000
+    x = solvers.sample(method, sampler, model, jax.random.PRNGKey(11), n, 1, jnp.int32(256), EPS)
+    counts = np.bincount(np.asarray(x)[:, 0], minlength=4)
+    assert counts.sum() == n
+    _, p_value = scipy.stats.chisquare(counts, n * np.asarray(p_data))
+    assert p_value > 1e-3, (counts, p_value)
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def test_hmm_log_prob_matches_brute_force():
+    vocab, hidden, length = 3, 2, 4
+    rng = np.random.default_rng(0)
+    hmm = {"log_pi": jnp.log(jnp.full(hidden, 1.0 / hidden)),
+           "log_A": jnp.log(rng.dirichlet(np.ones(hidden), hidden)),
+           "log_B": jnp.log(rng.dirichlet(np.ones(vocab), hidden))}
+    seqs = np.array(list(itertools.product(range(vocab), repeat=length)))
+    logp = np.asarray(D.hmm_log_prob(hmm, jnp.asarray(seqs)), np.float64)
+    pi, A, B = (np.exp(np.asarray(hmm[k], np.float64)) for k in ("log_pi", "log_A", "log_B"))
+    brute = np.zeros(len(seqs))
+    for i, s in enumerate(seqs):
+        for hs in itertools.product(range(hidden), repeat=length):
+            p = pi[hs[0]] * B[hs[0], s[0]]
+            for j in range(1, length):
+                p *= A[hs[j - 1], hs[j]] * B[hs[j], s[j]]
+            brute[i] += p
+    np.testing.assert_allclose(np.exp(logp), brute, rtol=1e-4, atol=1e-9)
+    np.testing.assert_allclose(brute.sum(), 1.0, rtol=1e-5)
+
+
+def test_unigram_entropy_and_text_codec():
+    x = jnp.array([[0, 0, 1, 2], [3, 3, 3, 3]])
+    ent = np.asarray(D.unigram_entropy(x, 4))
+    np.testing.assert_allclose(ent, [scipy.stats.entropy([2, 1, 1]), 0.0], atol=1e-6)
+    text = "In the beginning God created the heaven and the earth!"
+    assert D.decode_chars(D.encode_chars(text)) == text.lower().replace("!", ".")
