@@ -169,11 +169,12 @@ def read_table(path: str | Path) -> dict[str, np.ndarray]:
     return {c: np.asarray([_parse_cell(r[c]) for r in records]) for c in columns}
 
 
-def write_npz(path: str | Path, **arrays: Any) -> None:
-    """``np.savez`` atomically (arrays from numpy or JAX)."""
+def write_npz(path: str | Path, compressed: bool = False, **arrays: Any) -> None:
+    """``np.savez`` (or ``savez_compressed``) atomically; arrays from numpy or JAX."""
+    save = np.savez_compressed if compressed else np.savez
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
-            np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()})
+            save(f, **{k: np.asarray(v) for k, v in arrays.items()})
 
 
 def read_table_meta(path: str | Path) -> dict[str, str]:

@@ -182,12 +182,6 @@ def _load_problem(path: Path, kernel: str, lengthscale: float):
         return problem_from_arrays(dict(arrays), kernel, lengthscale)
 
 
-def _write_npz(path: Path, **arrays) -> None:
-    with io.atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-
-
 def gamma_rounds(cfg: Config) -> np.ndarray:
     """Rounds at which γ_t is tabulated: a log grid plus every horizon used."""
     t_max = max(max(cfg.horizons), cfg.fixed_horizon)
@@ -212,7 +206,7 @@ def stage_data(run) -> None:
     gamma, _ = solvers.greedy_information_gain(problem.features, cfg.gamma_noise, int(rounds[-1]))
     gamma = np.asarray(gamma)[rounds - 1]
     meta = run.meta(kernel=kernel, grid=grid, n_arms=problem.n_arms)
-    _write_npz(run.out, arms=np.asarray(problem.arms), gram=np.asarray(problem.gram),
+    io.write_npz(run.out, arms=np.asarray(problem.arms), gram=np.asarray(problem.gram),
                features=np.asarray(problem.features), gamma_t=rounds, gamma=gamma)
     io.write_table(gamma_table_path(run.out), {
         "kernel": [kernel] * len(rounds), "n_arms": [problem.n_arms] * len(rounds),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
+from typing import Any
 
 import equinox as eqx
 import jax

@@ -155,9 +155,7 @@ def generate(cfg, task: Task, seed: int) -> dict[str, np.ndarray]:
 
 
 def save(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    with io.atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+    io.write_npz(path, **arrays)
 
 
 def load(path: Path) -> dict[str, np.ndarray]:

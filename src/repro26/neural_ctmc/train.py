@@ -77,9 +77,7 @@ def stage_data(run) -> None:
     corpus, _ = parse_variant(run.variant, need_method=False)
     arrays, ref = build_corpus(run.cfg, corpus)
     out = Path(run.out)
-    with io.atomic_path(out) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+    io.write_npz(out, **arrays)
     io.write_json(out.with_suffix(".json"), {**ref, "meta": run.meta()})
 
 

@@ -139,9 +139,7 @@ def stage_central(run: Run) -> None:
     with train.precision(run.cfg):
         inst, _ = train.load_case(run.input(f"{_case(run)}.npz"), run.cfg)
         x_star = train.run_central(inst)
-    with io.atomic_path(run.out) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, x_star=x_star)
+    io.write_npz(run.out, x_star=x_star)
 
 
 def _method_stage(method: str) -> Callable[[Run], None]:

@@ -40,9 +40,7 @@ def dtype(cfg):
 
 def save_case(path: Path, arrays: dict[str, np.ndarray], info: dict[str, np.ndarray], loss: str) -> None:
     """The packed instance (all seeds) and its per-seed structure numbers, as one ``.npz``."""
-    with io.atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, loss=np.array(loss), **arrays, **{f"info_{k}": v for k, v in info.items()})
+    io.write_npz(path, loss=np.array(loss), **arrays, **{f"info_{k}": v for k, v in info.items()})
 
 
 def load_case(path: Path, cfg) -> tuple[model.Instance, dict[str, np.ndarray]]:

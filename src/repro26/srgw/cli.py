@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
@@ -81,9 +80,7 @@ def data_stage(run: Run) -> None:
         arrays[name] = A
     out = Path(run.out)
     io.write_json(out / "manifest.json", manifest)
-    with io.atomic_path(out / "real_networks.npz") as tmp:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
+    io.write_npz(out / "real_networks.npz", compressed=True, **arrays)
 
 
 def fit_stage(run: Run) -> None:
@@ -118,9 +115,7 @@ def real_stage(run: Run) -> None:
     rows, arrays = evaluate.fit_real_networks(run.cfg, run.cfg.seeds[0])
     out = Path(run.out)
     io.write_table(out.with_suffix(".csv"), rows, run.meta())
-    with io.atomic_path(out.with_suffix(".npz")) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
+    io.write_npz(out.with_suffix(".npz"), compressed=True, **arrays)
 
 
 def evaluate_stage(run: Run) -> None:
