@@ -78,6 +78,7 @@ def error_vs_n(run) -> None:
             ax.set_ylim(-0.05, 1.05)
             ax.set_title(f"{fam}: block recovery")
             ax.set_ylabel("ARI")
+    fig.subplots_adjust(hspace=0.6, wspace=0.35)
     fig.suptitle("Estimation error vs n (mean, 95% CI over seeds)")
     plotting.save(fig, run.out)
 
