@@ -22,7 +22,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
 
-from benchmarks.runner import compare  # noqa: E402
+from benchmarks.runner import compare, save  # noqa: E402
 from repro26.kernel_bandits import model, solvers  # noqa: E402
 from repro26.kernel_bandits.data import make_problem  # noqa: E402
 from repro26.kernel_bandits.train import _exp_weights  # noqa: E402
@@ -88,6 +88,9 @@ def main() -> None:
     print(f"rounds/s  exact: jax {rate['exact'][0]:.3g}  numpy {rate['exact'][1]:.3g}   "
           f"nystrom m={args.m}: jax {rate['nys'][0]:.3g}  numpy {rate['nys'][1]:.3g}")
     print(f"nystrom/exact rounds/s (jax): {rate['nys'][0] / rate['exact'][0]:.1f}x")
+    save("kernel_bandits", [r | {"rounds_per_s_ours": r["rounds"] / r["ours_s"],
+                                 "rounds_per_s_reference": r["rounds"] / r["reference_s"]}
+                            for r in rows.values()], arms=args.arms, m=args.m)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import argparse
 import jax
 import jax.numpy as jnp
 
-from benchmarks.runner import compare
+from benchmarks.runner import compare, save
 from repro26.neural_ctmc.model import make_denoiser
 from repro26.neural_ctmc.solvers import sample
 
@@ -39,6 +39,7 @@ def main() -> None:
     tokens = args.batch * args.seq_len
     print(f"backend {jax.default_backend()}; batch {args.batch} x L {args.seq_len}, "
           f"V {args.vocab}, width {args.d_model}, {args.layers} layers")
+    rows = []
     for steps in args.steps:
         n = jnp.int32(steps)
         row = compare(
@@ -48,6 +49,10 @@ def main() -> None:
             repeats=3)
         print(f"    tokens/s: tau-leaping {tokens / row['ours_s']:.3g}, "
               f"MDLM {tokens / row['reference_s']:.3g}")
+        rows.append(row | {"steps": steps, "tokens_per_s_ours": tokens / row["ours_s"],
+                           "tokens_per_s_reference": tokens / row["reference_s"]})
+    save("neural_ctmc", rows, batch=args.batch, seq_len=args.seq_len, vocab=args.vocab,
+         d_model=args.d_model, layers=args.layers)
 
 
 if __name__ == "__main__":
