@@ -51,5 +51,18 @@ def test_report_tables_verdicts_and_figures(tmp_path):
     assert text.index("## kernel_bandits") < text.index("## srgw")
     assert "| **slope**: regret slope below 0.75 | 0.5 | slope: 0.9 | slope < 0.75 | **did not hold** |" in text
     assert "[rate](srgw/figures/rate.png)" in text
+    assert "| [srgw](#srgw) | 1/1 | slope ✓ |" in text
     assert html.read_text().count("data:image/png;base64,") == 2
     assert json.loads(files[1].read_text())["claims"][0]["holds"] is True
+
+
+def test_report_formats_summaries_compactly_and_bounds_cells():
+    from repro26.core.report import MAX_CELL, _measured
+
+    measured = {"slope": summary([1.0, 2.0, 3.0]) | {"per_seed": [1.0, 2.0, 3.0]},
+                "by_family": {"a": {"b": {"c": 1.0}}}}
+    text = _measured(measured)
+    assert text.startswith("slope: 2 [-0.4841, 4.484] (n=3)<br>")
+    assert "by_family: a=b={…}" in text and "per_seed" not in text
+    long = _measured({f"k{i}": summary([i, i + 1.0]) for i in range(100)})
+    assert len(long) < MAX_CELL + 60 and long.endswith("(all numbers in claims.json)")

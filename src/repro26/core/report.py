@@ -16,20 +16,53 @@ from repro26.core import io
 from repro26.core.claims import read_claims
 
 
-def _fmt(value: Any) -> str:
+MAX_CELL = 700  # characters of "measured" shown per claim; the rest stays in claims.json
+
+
+def _is_summary(value: Any) -> bool:
+    return isinstance(value, dict) and "mean" in value and "ci95" in value
+
+
+def _fmt(value: Any, depth: int = 0) -> str:
+    """Compact text of a measured value: summaries as ``mean [lo, hi] (n)``, long lists cut,
+    dicts nested deeper than two levels elided (they are in claims.json)."""
     if isinstance(value, float):
         return f"{value:.4g}"
+    if _is_summary(value):
+        lo, hi = value["ci95"]
+        n = f" (n={value['n']})" if "n" in value else ""
+        if value["mean"] is None:
+            return f"undefined{n}"
+        return f"{_fmt(value['mean'])} [{_fmt(lo)}, {_fmt(hi)}]{n}"
     if isinstance(value, list):
-        if len(value) > 6:
-            return "[" + ", ".join(_fmt(v) for v in value[:6]) + ", …]"
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+        shown = ", ".join(_fmt(v, depth + 1) for v in value[:6])
+        return f"[{shown}{', …' if len(value) > 6 else ''}]"
     if isinstance(value, dict):
-        return "; ".join(f"{k}={_fmt(v)}" for k, v in value.items() if k != "per_seed")
+        if depth >= 2:
+            return "{…}"
+        return "; ".join(f"{k}={_fmt(v, depth + 1)}" for k, v in value.items() if k != "per_seed")
     return str(value)
 
 
 def _measured(measured: dict) -> str:
-    return "<br>".join(f"{k}: {_fmt(v)}" for k, v in measured.items()).replace("|", "\\|")
+    text = "<br>".join(f"{k}: {_fmt(v)}" for k, v in measured.items())
+    if len(text) > MAX_CELL:
+        text = text[:MAX_CELL].rsplit(";", 1)[0] + " … (all numbers in claims.json)"
+    return _cell(text)
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell (a literal ``|`` would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+def _summary_rows(data: list[dict]) -> list[str]:
+    rows = ["| method | held | claims |", "|---|---|---|"]
+    for d in data:
+        held = sum(c["holds"] for c in d["claims"])
+        marks = ", ".join(f"{c['id']} {'✓' if c['holds'] else '✗'}" for c in d["claims"])
+        rows.append(f"| [{d['method']}](#{d['method']}) | {held}/{len(d['claims'])} | {marks} |")
+    return rows
 
 
 def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path: Path) -> None:
@@ -40,10 +73,17 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
     n_held = sum(c["holds"] for d in data for c in d["claims"])
     md = [f"# repro26 report — scale `{scale}`", "",
           f"{len(data)} methods, {n_claims} claims: {n_held} held, {n_claims - n_held} did not hold.",
-          "Measured numbers are means over seeds with 95% CIs unless a claim says otherwise.", ""]
+          "Measured numbers are means over seeds with 95% CIs (`mean [lo, hi] (n)`) unless a claim "
+          "says otherwise; each method's claims.json holds every number.", "",
+          *_summary_rows(data), ""]
     body = [f"<h1>repro26 report — scale <code>{scale}</code></h1>",
             f"<p>{len(data)} methods, {n_claims} claims: {n_held} held, "
-            f"{n_claims - n_held} did not hold.</p>"]
+            f"{n_claims - n_held} did not hold.</p>", "<table border=1 cellpadding=4>",
+            "<tr><th>method</th><th>held</th><th>claims</th></tr>",
+            *(f"<tr><td>{html.escape(d['method'])}</td><td>{sum(c['holds'] for c in d['claims'])}"
+              f"/{len(d['claims'])}</td><td>" + ", ".join(
+                  f"{html.escape(c['id'])} {'✓' if c['holds'] else '✗'}" for c in d["claims"])
+              + "</td></tr>" for d in data), "</table>"]
     for d in data:
         meta = d.get("meta", {})
         md += [f"## {d['method']}", "",
@@ -55,8 +95,8 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
         for c in d["claims"]:
             verdict = "held" if c["holds"] else "**did not hold**"
             note = f" ({c['note']})" if c.get("note") else ""
-            md.append(f"| **{c['id']}**: {c['statement']} | {c['paper']} | {_measured(c['measured'])} "
-                      f"| {c.get('criterion', '')}{note} | {verdict} |")
+            md.append(f"| **{c['id']}**: {_cell(c['statement'])} | {_cell(c['paper'])} "
+                      f"| {_measured(c['measured'])} | {_cell(c.get('criterion', '') + note)} | {verdict} |")
             body.append("<tr>" + "".join(f"<td>{x}</td>" for x in (
                 f"<b>{html.escape(c['id'])}</b>: {html.escape(c['statement'])}",
                 html.escape(c["paper"]),
