@@ -72,3 +72,8 @@ rule report:
     shell:
         "repro26 report --scale {params.scale} --input {input.claims} --out {output.md} > {log} 2>&1"
 
+
+
+
+# Last, once every rule exists: a misspelt target gets one line and exit 2.
+check_named_targets()

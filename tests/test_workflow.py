@@ -1,4 +1,4 @@
-"""The Snakemake DAG: plans at every scale, lint-clean, profiles parse, bad config exits 2."""
+"""The Snakemake DAG: plans at every scale, lint-clean, profiles parse, bad config or target exits 2."""
 
 import subprocess
 import sys
@@ -83,6 +83,19 @@ def test_bad_config_is_one_line_and_exit_2(override, message):
     errors = [line for line in result.stderr.splitlines() if line.startswith("repro26:")]
     assert errors == [message]
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [("kernel_bandit", "unknown target 'kernel_bandit'"),
+     *[(m, f"method '{m}' is not built yet") for m in sorted(set(METHODS) - set(implemented_methods()))][:1]],
+)
+def test_misspelt_or_unbuilt_target_is_one_line_and_exit_2(target, reason):
+    result = snakemake("-n", target)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("repro26:")]
+    assert len(errors) == 1 and errors[0].startswith(f"repro26: {reason}; targets are all, report")
+    assert "Traceback" not in result.stderr and "MissingRuleException" not in result.stderr
 
 
 def test_every_rule_file_belongs_to_a_known_method():
