@@ -1,4 +1,6 @@
-"""Shared test setup: JAX on one CPU thread, and the repository root for workflow tests."""
+"""Shared test setup: JAX on one CPU thread with the pipeline's persistent compile cache (a
+rerun of the tests, or the `smoke` pipeline after them, reuses compiled programs), and the
+repository root for workflow tests."""
 
 import os
 from pathlib import Path
@@ -9,6 +11,11 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("REPRO26_JAX_CACHE", str(REPO / ".cache" / "jax"))
+
+from repro26.core.cli import enable_compile_cache  # noqa: E402
+
+enable_compile_cache()
 
 
 @pytest.fixture(scope="session")

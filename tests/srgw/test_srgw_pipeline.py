@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from repro26.core.cli import Run, _enable_compile_cache, main, resolve_run_config
+from repro26.core.cli import Run, main, resolve_run_config
 from repro26.core.config import ConfigError
 from repro26.srgw import cli
 
@@ -13,11 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_smoke_end_to_end(tmp_path, monkeypatch):
-    """Every stage at smoke scale; the compile cache (as the CLI enables it) is shared by the
-    families, whose graphs have the same shapes."""
-    monkeypatch.setenv("REPRO26_JAX_CACHE", str(tmp_path / "jax-cache"))
-    _enable_compile_cache()
+def test_smoke_end_to_end(tmp_path):
+    """Every stage at smoke scale; the compile cache (enabled in conftest as the CLI does) is
+    shared by the families, whose graphs have the same shapes."""
     scale, cfg, h = resolve_run_config(cli, "srgw", ROOT / "config" / "config.yaml", "smoke")
 
     def run(stage, out, inputs=(), seed=None, variant=None):

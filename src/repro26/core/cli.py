@@ -85,8 +85,9 @@ def _set_threads(threads: int) -> None:
     os.environ["XLA_FLAGS"] = flags.strip()
 
 
-def _enable_compile_cache() -> None:
-    """Persist compiled XLA programs across stage processes (each job is a new process)."""
+def enable_compile_cache() -> None:
+    """Persist compiled XLA programs across stage processes (each job is a new process) and
+    with the tests, which run the same stage functions at `smoke` sizes."""
     import jax
 
     cache = Path(os.environ.get("REPRO26_JAX_CACHE", ".cache/jax")).resolve()
@@ -130,7 +131,7 @@ def _method_main(method: str, argv: Sequence[str]) -> None:
     if missing:
         raise UsageError(f"--input: {missing[0]} does not exist (run the stage that writes it)")
     out = args.out or Path("results") / scale / method
-    _enable_compile_cache()
+    enable_compile_cache()
     run = Run(method, args.stage, scale, cfg, cfg_hash, out, args.seed, args.variant,
               tuple(args.input), progress=not args.no_progress)
     module.STAGES[args.stage](run)
