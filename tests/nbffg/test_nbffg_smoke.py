@@ -19,29 +19,37 @@ def _config(tmp_path: Path, **smoke) -> Path:
 
 
 def test_smoke_end_to_end(tmp_path):
-    cfg = _config(tmp_path, tasks=["linear_balanced_4"])
+    tasks = ["linear_balanced_4", "ctmc_random_4"]
+    cfg = _config(tmp_path, tasks=tasks)
     base = ["--config", str(cfg), "--scale", "smoke", "--threads", "1", "--no-progress"]
-    task, out = "linear_balanced_4", tmp_path / "results"
-    data, model = out / "data.npz", out / "train" / task / "seed0.eqx"
-    metrics, cost = out / "eval" / task / "seed0.csv", out / "cost.csv"
+    out = tmp_path / "results"
     run = lambda *args: main(["nbffg", *args, *base])  # noqa: E731
-    assert run("data", "--variant", task, "--seed", "0", "--out", str(data)) == 0
-    assert run("train", "--variant", task, "--seed", "0", "--input", str(data), "--out", str(model)) == 0
-    history = out / "train" / task / "seed0_history.csv"
-    assert history.is_file()
-    assert run("evaluate", "--variant", task, "--seed", "0", "--input", str(data), str(model),
-               "--out", str(metrics)) == 0
+    tables, evals = [], []
+    for task in tasks:
+        data, model = out / "data" / f"{task}.npz", out / "train" / task / "seed0.eqx"
+        metrics = out / "eval" / task / "seed0.csv"
+        assert run("data", "--variant", task, "--seed", "0", "--out", str(data)) == 0
+        assert run("train", "--variant", task, "--seed", "0", "--input", str(data), "--out",
+                   str(model)) == 0
+        history = out / "train" / task / "seed0_history.csv"
+        assert history.is_file()
+        assert run("evaluate", "--variant", task, "--seed", "0", "--input", str(data), str(model),
+                   "--out", str(metrics)) == 0
+        tables += [str(metrics), str(metrics.with_name("seed0_nodes.csv")), str(history)]
+        evals.append(str(metrics))
+    cost = out / "cost.csv"
     assert run("cost", "--out", str(cost)) == 0
-    tables = [str(metrics), str(metrics.with_name("seed0_nodes.csv")), str(history), str(cost)]
-    for fig in ("linear", "elbo_ess", "posterior", "shapes", "cost", "training"):
+    for fig in ("linear", "elbo_ess", "posterior", "shapes", "cost", "training", "discrete"):
         png = out / "figures" / f"{fig}.png"
-        assert run(f"fig_{fig}", "--input", *tables, "--out", str(png)) == 0
+        assert run(f"fig_{fig}", "--input", *tables, str(cost), "--out", str(png)) == 0
         assert png.is_file() and png.with_suffix(".pdf").is_file()
     claims = out / "claims.json"
-    assert run("claims", "--input", str(metrics), str(cost), "--out", str(claims)) == 0
+    assert run("claims", "--input", *evals, str(cost), "--out", str(claims)) == 0
     result = json.loads(claims.read_text())
     assert [c["id"] for c in result["claims"]] == ["elbo_ess_nonlinear", "cost_flat_with_subsampling",
                                                    "ancestral_shapes"]
+    assert "ctmc_random_4" in result["claims"][0]["measured"]
+    metrics = out / "eval" / tasks[0] / "seed0.csv"
     # the linear task: BFFG is exact, so its ELBO is within Euler error of the exact evidence
     import numpy as np
 

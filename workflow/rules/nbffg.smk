@@ -4,7 +4,7 @@ NB = "nbffg"
 NB_CFG = method_config(NB)
 NB_TASKS = NB_CFG["tasks"]
 NB_SEEDS = NB_CFG["seeds"]
-NB_FIGURE_NAMES = ("linear", "elbo_ess", "posterior", "shapes", "cost", "training")
+NB_FIGURE_NAMES = ("linear", "elbo_ess", "posterior", "shapes", "cost", "training", "discrete")
 NB_FIGURES = [out(NB, "figures", f"{name}.png") for name in NB_FIGURE_NAMES]
 METHOD_FIGURES[NB] = NB_FIGURES
 

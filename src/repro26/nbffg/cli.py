@@ -28,6 +28,15 @@ class ShapesConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class CTMCConfig:
+    states: int = 4             # S
+    rate: float = 1.0           # mu: mean jump rate scale
+    kappa: float = 1.5          # amplitude of the seasonal rate modulation (0 = proxy exact)
+    period: float = 1.0         # period of the modulation in tree-time units
+    error: float = 0.05         # emission: P(observed symbol != state)
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainConfig:
     steps: int = 300
     chunk: int = 50
@@ -73,6 +82,7 @@ class Config:
     steps_per_edge: int = 16
     observed_fraction: float = 1.0
     shapes: ShapesConfig = ShapesConfig()
+    ctmc: CTMCConfig = CTMCConfig()
     train: TrainConfig = TrainConfig()
     evaluate: EvalConfig = EvalConfig()
     cost: CostConfig = CostConfig()
@@ -102,6 +112,10 @@ def _check(cfg: Config) -> None:
     _tasks(cfg)
     if not 0.0 < cfg.observed_fraction <= 1.0:
         raise ConfigError("nbffg.observed_fraction: must be in (0, 1]")
+    if cfg.ctmc.states < 2 or not 0.0 < cfg.ctmc.error < 1.0 - 1.0 / cfg.ctmc.states:
+        raise ConfigError("nbffg.ctmc: states must be >= 2 and error in (0, 1 - 1/states)")
+    if cfg.cost.dynamics == "ctmc":
+        raise ConfigError("nbffg.cost.dynamics: must be one of linear, doublewell, statedep, shapes")
     if cfg.train.steps % cfg.train.chunk and cfg.train.steps > cfg.train.chunk:
         raise ConfigError("nbffg.train.steps: must be a multiple of train.chunk")
 
@@ -192,5 +206,6 @@ STAGES = {
     "fig_shapes": _figure("shapes"),
     "fig_cost": _figure("cost"),
     "fig_training": _figure("training"),
+    "fig_discrete": _figure("discrete"),
     "claims": stage_claims,
 }

@@ -2,10 +2,13 @@
 
 A *task* is named ``<dynamics>_<tree>_<leaves>``: dynamics ``linear`` (experiment 1),
 ``doublewell`` / ``statedep`` (experiment 2), ``shapes`` (experiment 3, landmark shapes under a
-Kunita flow, root = a butterfly-curve outline); tree ``balanced`` (binary, equal edges) or
+Kunita flow, root = a butterfly-curve outline), ``ctmc`` (discrete traits: an S-state chain with
+time-dependent "seasonal" rates, leaves observed through a symmetric emission matrix); tree ``balanced`` (binary, equal edges) or
 ``random`` (Yule-type random binary tree, exponential edge lengths, rescaled to the same height).
 The true process is simulated on the tree with the unguided forward pass on a grid 4x finer than
-the one used for inference; a fraction of leaves is observed with Gaussian noise.
+the one used for inference; a fraction of leaves is observed with Gaussian noise (for ``ctmc``:
+the observed symbol is the true state with probability ``1 - ctmc.error``, else uniform over the
+other states). Discrete states are stored one-hot (``truth``, ``obs``: ``(n, S)``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from repro26.core.config import ConfigError
 from repro26.nbffg import model as M
 from repro26.nbffg import solvers as S
 
-DYNAMICS = ("linear", "doublewell", "statedep", "shapes")
+DYNAMICS = ("linear", "doublewell", "statedep", "shapes", "ctmc")
 TREES = ("balanced", "random")
 
 
@@ -114,7 +117,22 @@ def make_dynamics(cfg, task: Task):
     return dyn, root, cfg.shapes.root_std**2 * jnp.eye(root.size)
 
 
+def make_ctmc(cfg) -> M.SeasonalCTMC:
+    c = cfg.ctmc
+    return M.SeasonalCTMC(c.states, c.rate, c.kappa, c.period)
+
+
+def emission_matrix(cfg) -> np.ndarray:
+    """``E(x, o)``: the true state with probability ``1 - error``, else uniform over the rest."""
+    k, err = cfg.ctmc.states, cfg.ctmc.error
+    E = np.full((k, k), err / (k - 1))
+    np.fill_diagonal(E, 1.0 - err)
+    return E
+
+
 def state_dim(cfg, task: Task) -> int:
+    if task.dynamics == "ctmc":
+        return cfg.ctmc.states
     return 2 * cfg.shapes.landmarks if task.dynamics == "shapes" else cfg.dim
 
 
@@ -134,6 +152,8 @@ def generate(cfg, task: Task, seed: int) -> dict[str, np.ndarray]:
     else:
         parent, length = random_tree(rng, task.leaves, cfg.tree_height)
     tree = S.make_tree(parent, length)
+    if task.dynamics == "ctmc":
+        return _generate_ctmc(cfg, tree, rng)
     dyn, m0, P0 = make_dynamics(cfg, task)
     d, m = state_dim(cfg, task), noise_dim(cfg, task)
     K = 4 * cfg.steps_per_edge
@@ -148,10 +168,32 @@ def generate(cfg, task: Task, seed: int) -> dict[str, np.ndarray]:
     observed = is_leaf & (rng.random(tree.n + 1) < cfg.observed_fraction)
     observed[np.asarray(tree.leaves)[0]] = True
     obs = np.where(observed[:, None], xs + np.sqrt(obs_var(cfg, task)) * rng.normal(size=xs.shape), 0)
+    return _arrays(tree, xs, obs, observed)
+
+
+def _arrays(tree: S.Tree, xs, obs, observed) -> dict[str, np.ndarray]:
     rebuilt_parent = np.asarray(tree.parent)[: tree.n].copy()
     rebuilt_parent[0] = -1
     return {"parent": rebuilt_parent, "length": np.asarray(tree.length)[: tree.n],
             "truth": xs[: tree.n], "obs": obs[: tree.n], "observed": observed[: tree.n].astype(float)}
+
+
+def _generate_ctmc(cfg, tree: S.Tree, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Unguided chain (root ~ uniform) on a 4x finer grid; noisy symbols at observed leaves."""
+    dyn = make_ctmc(cfg)
+    S_, K = cfg.ctmc.states, 4 * cfg.steps_per_edge
+    k1, k2 = jax.random.split(jax.random.key(int(rng.integers(2**31))))
+    guide = S.ctmc_naive_guide(tree, dyn, K)
+    states, _ = jax.jit(lambda z, e: S.ctmc_forward_tree(guide, M.ZeroCorrection(S_), tree, z, e))(
+        jax.random.normal(k1, (S_,)), jax.random.normal(k2, (tree.n + 1, K, S_)))
+    states = np.asarray(states)
+    is_leaf = np.asarray(tree.is_leaf) > 0
+    observed = is_leaf & (rng.random(tree.n + 1) < cfg.observed_fraction)
+    observed[np.asarray(tree.leaves)[0]] = True
+    E = emission_matrix(cfg)
+    symbols = np.array([rng.choice(S_, p=E[x]) for x in states])
+    eye = np.eye(S_)
+    return _arrays(tree, eye[states], np.where(observed[:, None], eye[symbols], 0.0), observed)
 
 
 def save(path: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -5,11 +5,14 @@ Methods: ``nbffg`` (trained residual), ``bffg`` (linear guiding), ``naive`` (ung
 simulation + importance weights), ``mcmc`` (guided-proposal pCN, ``mcmc_ref_chains`` chains sharing the same number of
 forward solves). Posterior means of importance samplers are self-normalised. References: exact Gaussian
 conditioning (linear tasks), a long multi-chain pCN run (nonlinear tasks), the simulated truth
-(shape tasks: ancestral reconstruction error).
+(shape tasks: ancestral reconstruction error), exact inside–outside marginals with the TRUE
+time-dependent chain (discrete ``ctmc`` tasks: posterior means are the marginals
+``p(x_v = s | y)`` and ``exact_log_p`` is the exact evidence).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
 import equinox as eqx
@@ -45,6 +48,19 @@ def _mcmc(residual, problem: L.Problem, key, num_iters, rho: float, chains: int)
     return jnp.mean(means, 0), jnp.mean(acc)
 
 
+def ctmc_reference(problem: L.CTMCProblem):
+    """Exact marginals ``p(x_v | y)`` ``(n+1, S)`` and ``log p(y)`` of the target chain (rates
+    frozen per step, as in every estimator): Felsenstein pruning and the outside pass with the
+    edge transition matrices ``prod_k exp(d Q_{t_k})`` (time-ordered product, taken in float64)."""
+    P = np.exp(np.asarray(problem.guide.logP, np.float64))
+    P_edge = np.stack([functools.reduce(np.matmul, list(steps)) for steps in P])
+    P_edge = jnp.asarray(P_edge, jnp.float32)
+    inside = S.pruning(problem.tree, problem.leaf_logh, P_edge)
+    prior = problem.naive_guide.root_logp  # the unguided root law is the prior
+    marg, log_p = S.node_marginals(problem.tree, inside, P_edge, prior)
+    return np.asarray(marg), float(log_p)
+
+
 def internal_rmse(est: np.ndarray, ref: np.ndarray, internal: np.ndarray) -> float:
     return float(np.sqrt(np.mean((est[internal] - ref[internal]) ** 2)))
 
@@ -66,7 +82,10 @@ def evaluate(cfg, task: D.Task, arrays: dict, model, seed: int):
     chains = e.mcmc_ref_chains
     mc_mean, mc_acc = _mcmc(zero, problem, k_mc, jnp.array(max(e.samples // chains, 2)),
                             e.mcmc_rho, chains)
-    if task.dynamics == "linear":
+    if isinstance(problem, L.CTMCProblem):
+        marg, log_p = ctmc_reference(problem)
+        reference, ref_kind = marg[:n], "exact"
+    elif task.dynamics == "linear":
         mean, _, log_p = S.exact_gaussian_tree(
             arrays["parent"], arrays["length"],
             tuple(np.asarray(v) for v in (problem.proxy.B, problem.proxy.beta, problem.proxy.sigma)),

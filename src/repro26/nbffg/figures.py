@@ -133,13 +133,15 @@ def elbo_ess(cfg, inputs: list[Path], out: Path) -> None:
 
 
 def posterior_error(cfg, inputs: list[Path], out: Path) -> None:
-    """Posterior means of internal nodes vs the reference (exact, long pCN, or truth)."""
+    """Posterior means of internal nodes vs the reference (exact, long pCN, or truth); continuous
+    tasks only (the discrete ones, whose posterior means are marginal probabilities, are in
+    :func:`discrete`)."""
     table = eval_table(inputs)
-    tasks = sorted(set(table.get("task", [])))
+    tasks = sorted({t for t in table.get("task", []) if _dynamics(t) != "ctmc"})
     fig, axes = plotting.subplots(1, 1, width=max(4.0, 1.0 * len(tasks) + 1.5))
     ax = axes[0, 0]
     if not tasks:
-        _empty(ax, "no task")
+        _empty(ax, "no continuous task")
     else:
         _bars(ax, table, tasks, METHODS, "post_rmse")
         ax.set_yscale("log")
@@ -188,6 +190,7 @@ def shapes(cfg, inputs: list[Path], out: Path) -> None:
     ax.set_ylabel("landmark RMSE (internal nodes)")
     ax.set_title("error, all seeds")
     ax.legend(fontsize=6)
+    fig.tight_layout()
     plotting.save(fig, out)
 
 
@@ -236,4 +239,62 @@ def training(cfg, inputs: list[Path], out: Path) -> None:
         ax.set_title(task, fontsize=8)
         ax.set_xlabel("training step")
         ax.set_ylabel("ELBO gain over BFFG (nats)")
+    fig.tight_layout()
+    plotting.save(fig, out)
+
+
+def discrete(cfg, inputs: list[Path], out: Path) -> None:
+    """Discrete traits (``ctmc`` tasks): (a) internal-node posterior marginals ``p(x_v = s | y)``
+    of every method vs the exact ones (first task, all seeds); (b) ELBO gap to the exact
+    evidence over NBFFG training, with the evaluated NBFFG/BFFG gaps; (c) RMSE of the marginals."""
+    table = eval_table(inputs)
+    tasks = sorted({t for t in table.get("task", []) if _dynamics(t) == "ctmc"})
+    fig, axes = plotting.subplots(1, 3, width=3.6, height=3.1)
+    if not tasks:
+        for ax in axes[0]:
+            _empty(ax, "no discrete (ctmc) task")
+        plotting.save(fig, out)
+        return
+    task = tasks[0]
+    nodes = _concat(sorted(p for p in inputs if p.name.endswith("_nodes.csv") and p.parent.name == task))
+    ax = axes[0, 0]
+    internal = nodes["internal"] == True  # noqa: E712
+    ref = nodes["value"][internal & (nodes["method"] == "reference")]
+    for method in METHODS:
+        est = nodes["value"][internal & (nodes["method"] == method)]
+        ax.scatter(ref, est, s=6, alpha=0.5, label=method, color=COLOURS[method])
+    ax.plot([0, 1], [0, 1], "k--", lw=0.8)
+    ax.set_xlabel("exact posterior marginal p(x_v = s | y)")
+    ax.set_ylabel("estimated marginal")
+    ax.set_title(f"{task}: internal nodes, all seeds", fontsize=8)
+    ax.legend(fontsize=6)
+    ax = axes[0, 1]
+    for i, t in enumerate(tasks):
+        exact = _per_seed(table, t, "nbffg", "exact_log_p")
+        hist = [io.read_table(p) for p in sorted(inputs) if p.name.endswith("_history.csv")
+                and p.parent.name == t]
+        colour = f"C{4 + i}"
+        if hist:
+            window = max(1, min(25, len(hist[0]["elbo"]) // 4))
+            kernel = np.ones(window) / window
+            gaps = np.stack([np.convolve(exact[j] - h["elbo"], kernel, mode="valid")
+                             for j, h in enumerate(hist)])
+            plotting.line_with_ci(ax, hist[0]["step"][window - 1:], gaps, color=colour,
+                                  label=f"{t} training")
+        for method, style in (("nbffg", "-"), ("bffg", "--")):
+            gap = float(np.mean(exact - _per_seed(table, t, method, "elbo")))
+            ax.axhline(gap, ls=style, color=colour, lw=1.0, label=f"{method} eval: {gap:.2f}")
+    ax.axhline(0.0, color="k", lw=0.6)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("log p(y) - ELBO (nats)")
+    ax.set_title("ELBO gap to the exact evidence")
+    ax.legend(fontsize=5)
+    ax = axes[0, 2]
+    _bars(ax, table, tasks, METHODS, "post_rmse")
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylabel("RMSE of internal-node marginals")
+    ax.set_title("vs exact marginals, all seeds")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
     plotting.save(fig, out)

@@ -6,6 +6,12 @@ For a residual ``u_theta`` (``u = 0``: BFFG) one forward sample gives
     log weight   = ELBO sample - sum_e int_e u^T dW           (unbiased for p(y) after exp),
 
 and the *naive* baseline (unguided forward simulation) has log weight ``sum_v log p(y_v | x_v)``.
+
+Discrete traits (``CTMCProblem``): the same three per-edge terms (``solvers`` section "discrete
+traits"), node states one-hot so that weighted means are posterior marginals. Sampled discrete
+paths are not reparameterisable, so the training ELBO is computed *exactly* by propagating the
+proposal's S-vector marginal along each edge (``solvers.ctmc_edge_elbo``) instead of by a
+score-function estimator; pathwise subsampling is the same Horvitz–Thompson sum over paths.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from repro26.nbffg import data as D
@@ -37,9 +44,22 @@ class Problem(eqx.Module):
     m: int = eqx.field(static=True)
 
 
-def build_problem(cfg, task: D.Task, arrays: dict) -> Problem:
+class CTMCProblem(eqx.Module):
+    """A discrete-trait inference problem: tree, leaf log-likelihood table, precomputed guides."""
+
+    tree: S.Tree
+    guide: S.CTMCGuide
+    naive_guide: S.CTMCGuide
+    leaf_logh: Float[Array, "n1 S"]
+    num_steps: int = eqx.field(static=True)
+    states: int = eqx.field(static=True)
+
+
+def build_problem(cfg, task: D.Task, arrays: dict) -> Problem | CTMCProblem:
     """Tree arrays + observations -> backward filter on the K-grid (theta-independent)."""
     tree = S.make_tree(arrays["parent"], arrays["length"])
+    if task.dynamics == "ctmc":
+        return _build_ctmc(cfg, tree, arrays)
     dyn, m0, P0 = D.make_dynamics(cfg, task)
     proxy = dyn.proxy()
     pad = lambda v: jnp.concatenate([jnp.asarray(v, jnp.float32), jnp.zeros_like(jnp.asarray(v[:1], jnp.float32))])  # noqa: E731
@@ -51,22 +71,47 @@ def build_problem(cfg, task: D.Task, arrays: dict) -> Problem:
     return Problem(tree, guide, naive, dyn, proxy, obs, observed, ov, K, D.noise_dim(cfg, task))
 
 
-def draw_noise(key: PRNGKeyArray, problem: Problem, rows: int):
-    """Standard-normal root variable ``z0`` and edge increments ``(rows, K, m)``."""
+def _build_ctmc(cfg, tree: S.Tree, arrays: dict) -> CTMCProblem:
+    """Leaf messages ``log E(x, y_v)`` (0 where unobserved), proxy pruning, guide tables."""
+    dyn = D.make_ctmc(cfg)
+    K = cfg.steps_per_edge
+    logE = np.log(D.emission_matrix(cfg))
+    obs = np.concatenate([arrays["obs"], np.zeros_like(arrays["obs"][:1])])
+    observed = np.concatenate([arrays["observed"], [0.0]]) > 0
+    leaf = np.where(observed[:, None], obs @ logE.T, 0.0)
+    leaf_logh = jnp.asarray(leaf, jnp.float32)
+    return CTMCProblem(tree, S.make_ctmc_guide(tree, leaf_logh, dyn, K),
+                       S.ctmc_naive_guide(tree, dyn, K), leaf_logh, K, cfg.ctmc.states)
+
+
+def draw_noise(key: PRNGKeyArray, problem: Problem | CTMCProblem, rows: int):
+    """Standard-normal root variable ``z0`` and edge increments ``(rows, K, m)`` (discrete: one
+    normal per state and step, turned into Gumbel variables)."""
     k1, k2 = jax.random.split(key)
-    d = problem.obs.shape[1]
-    return jax.random.normal(k1, (d,)), jax.random.normal(k2, (rows, problem.num_steps, problem.m))
+    if isinstance(problem, CTMCProblem):
+        d, m = problem.states, problem.states
+    else:
+        d, m = problem.obs.shape[1], problem.m
+    return jax.random.normal(k1, (d,)), jax.random.normal(k2, (rows, problem.num_steps, m))
 
 
-def tree_sample(residual, problem: Problem, z0, noise, naive=False):
+def tree_sample(residual, problem: Problem | CTMCProblem, z0, noise, naive=False):
     """One forward sample of the whole tree: node states, ELBO sample and log weight.
 
     Guided (``naive=False``): ``log p~(y) + sum_e (log psi_e - 1/2 int|u|^2)`` and the same plus
     ``-int u^T dW``. Naive (``naive=True``, may be traced): the unguided process with the
-    residual ignored, both numbers equal to ``sum_v log p(y_v | x_v)``.
+    residual ignored, both numbers equal to ``sum_v log p(y_v | x_v)``. Discrete traits: node
+    states are returned one-hot ``(n+1, S)``.
     """
     guide = problem.guide if naive is False else jax.tree_util.tree_map(
         lambda g, z: jnp.where(naive, z, g), problem.guide, problem.naive_guide)
+    if isinstance(problem, CTMCProblem):
+        states, terms = S.ctmc_forward_tree(guide, _masked(residual, naive), problem.tree, z0, noise)
+        g, lw = S.elbo_terms(terms)
+        obs_ll = jnp.sum(jnp.take_along_axis(problem.leaf_logh, states[:, None], 1))
+        elbo = jnp.where(naive, obs_ll, problem.guide.log_pt + jnp.sum(g))
+        lw = jnp.where(naive, obs_ll, problem.guide.log_pt + jnp.sum(lw))
+        return jax.nn.one_hot(states, problem.states, dtype=lw.dtype), elbo, lw
     xs, terms = S.forward_tree(problem.dynamics, problem.proxy, _masked(residual, naive),
                                problem.tree, guide, z0, noise)
     g, lw = S.elbo_terms(terms)
@@ -79,20 +124,23 @@ class _Masked(eqx.Module):
     residual: Any
     off: Any
 
-    def __call__(self, s, x, guide, node):
-        return jnp.where(self.off, 0.0, self.residual(s, x, guide, node))
+    def __call__(self, *args):
+        return jnp.where(self.off, 0.0, self.residual(*args))
 
 
 def _masked(residual, off):
     return residual if off is False else _Masked(residual, off)
 
 
-def path_elbo(residual, problem: Problem, key: PRNGKeyArray, num_paths: int):
+def path_elbo(residual, problem: Problem | CTMCProblem, key: PRNGKeyArray, num_paths: int):
     """Pathwise-subsampled ELBO sample: ``num_paths`` uniform leaves, Horvitz–Thompson sum."""
     k1, k2 = jax.random.split(key)
     tree = problem.tree
     leaf_idx = jax.random.randint(k1, (num_paths,), 0, tree.leaves.shape[0])
     paths = tree.paths[leaf_idx]
+    if isinstance(problem, CTMCProblem):
+        g = jax.vmap(lambda p: S.ctmc_path_elbo(problem.guide, residual, tree, p))(paths)
+        return problem.guide.log_pt + S.subsampled_edge_sum(g, paths, tree)
 
     def one(path, k):
         z0, noise = draw_noise(k, problem, path.shape[0] - 1)
@@ -106,10 +154,14 @@ def path_elbo(residual, problem: Problem, key: PRNGKeyArray, num_paths: int):
 
 def make_loss(num_samples: int, num_paths: int):
     """``loss(model, problem, key) = -ELBO`` averaged over ``num_samples`` draws; full tree when
-    ``num_paths == 0``, else pathwise subsampling with ``num_paths`` paths per draw."""
+    ``num_paths == 0``, else pathwise subsampling with ``num_paths`` paths per draw. Discrete
+    traits: the full-tree ELBO is exact (no draw), a path's ELBO terms are exact too."""
 
-    def loss_fn(model, problem: Problem, key):
+    def loss_fn(model, problem: Problem | CTMCProblem, key):
         keys = jax.random.split(key, num_samples)
+        if num_paths == 0 and isinstance(problem, CTMCProblem):
+            elbo = S.ctmc_tree_elbo(problem.guide, model, problem.tree)[0]
+            return -elbo, {"elbo": elbo}
         if num_paths == 0:
             def one(k):
                 z0, noise = draw_noise(k, problem, problem.tree.n + 1)
@@ -124,10 +176,12 @@ def make_loss(num_samples: int, num_paths: int):
     return loss_fn
 
 
-def pcn_chain(residual, problem: Problem, key: PRNGKeyArray, num_iters, rho: float, burn_in):
+def pcn_chain(residual, problem: Problem | CTMCProblem, key: PRNGKeyArray, num_iters, rho: float,
+              burn_in):
     """Guided-proposal MCMC (BFFG guide): preconditioned Crank–Nicolson on the driving noise.
 
-    Latent ``Z = (z0, edge increments) ~ N(0, I)``, target ``∝ N(Z; 0, I) psi(X°(Z))``, proposal
+    Latent ``Z = (z0, edge increments) ~ N(0, I)`` (discrete traits: normals mapped to the Gumbel
+    variables of each sampling step), target ``∝ N(Z; 0, I) psi(X°(Z))``, proposal
     ``Z' = rho Z + sqrt(1 - rho^2) xi`` (prior-reversible, so the acceptance ratio is
     ``psi(Z') / psi(Z)``). ``residual`` must output 0 (pass a zeroed ``Residual`` so the
     compiled forward pass is shared with the importance samplers); ``num_iters`` and ``burn_in``
@@ -161,7 +215,8 @@ def pcn_chain(residual, problem: Problem, key: PRNGKeyArray, num_iters, rho: flo
     return x_sum / (num_iters - burn_in), acc / num_iters
 
 
-def zeroed(residual: M.Residual) -> M.Residual:
-    """The residual with its last layer set to 0, i.e. ``u = 0`` (plain BFFG), same structure."""
+def zeroed(residual: M.Residual | M.RateCorrection) -> M.Residual | M.RateCorrection:
+    """The residual (or rate correction) with its last layer set to 0, i.e. ``u = 0`` (plain
+    BFFG), same structure."""
     return eqx.tree_at(lambda r: (r.mlp.layers[-1].weight, r.mlp.layers[-1].bias), residual,
                        replace_fn=jnp.zeros_like)

@@ -4,6 +4,10 @@ Every dynamics module has ``drift(x) -> (d,)`` and ``diffusion(x) -> (d, m)`` (t
 and ``proxy()`` giving the linear-Gaussian process ``dX~ = (B X~ + beta)dt + sigma~ dW`` used by
 the backward filter. ``Residual`` is the neural correction ``u_theta(s, x, a~ r, node)`` of the
 guided drift (NBFFG); ``ZeroResidual`` gives plain BFFG.
+
+Discrete traits: ``SeasonalCTMC`` (time-dependent rates ``rates(t)`` and the constant proxy
+``proxy_rates()``), ``RateCorrection`` (the positive multiplicative correction ``exp(u_theta)`` of
+the guided jump rates) and ``ZeroCorrection`` (BFFG).
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
+import scipy.special
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from repro26.nbffg.solvers import Proxy
@@ -139,3 +145,79 @@ class ZeroResidual(eqx.Module):
 
     def __call__(self, s, x, guide, node):
         return jnp.zeros(self.m, x.dtype)
+
+
+def _generator(off: Float[Array, "S S"]) -> Float[Array, "S S"]:
+    """Rate matrix with off-diagonal ``off`` and rows summing to zero."""
+    off = off * (1.0 - jnp.eye(off.shape[0], dtype=off.dtype))
+    return off - jnp.diag(jnp.sum(off, -1))
+
+
+class SeasonalCTMC(eqx.Module):
+    """S-state trait whose rate of jumping *into* state y oscillates along the tree's time axis
+    ("seasonal" selection, a nonlinear-in-time target CTMC):
+
+        Q_t(x, y) = mu / (S - 1) * exp(kappa cos(2 pi t / period + 2 pi y / S)),   y != x,
+
+    with ``t`` the distance from the root. Proxy: its time average
+    ``Q~(x, y) = mu / (S - 1) * I_0(kappa)`` (a Jukes–Cantor chain); ``kappa = 0`` makes the
+    target equal to the proxy (bitwise). Root prior: uniform.
+    """
+
+    states: int = eqx.field(static=True)
+    rate: float
+    kappa: float
+    period: float
+
+    def rates(self, t: Float[Array, ""]) -> Float[Array, "S S"]:
+        phase = 2 * jnp.pi * jnp.arange(self.states) / self.states
+        into = self.rate / (self.states - 1) * jnp.exp(self.kappa * jnp.cos(2 * jnp.pi * t / self.period
+                                                                           + phase))
+        return _generator(jnp.broadcast_to(into, (self.states, self.states)))
+
+    def proxy_rates(self) -> Float[Array, "S S"]:
+        into = self.rate / (self.states - 1) * float(scipy.special.i0(self.kappa))
+        return _generator(jnp.full((self.states, self.states), into, jnp.float32))
+
+    def log_prior(self) -> Float[Array, " S"]:
+        return jnp.full(self.states, -np.log(self.states), jnp.float32)
+
+
+class RateCorrection(eqx.Module):
+    """``u_theta(s, t, x, log h~_next, node) in R^S``: the guided probability of jumping to ``y``
+    is multiplied by ``exp(u_y)`` (``y != x``) and renormalised. Input: edge time ``s``, tree time
+    ``t / height``, one-hot ``x``, the squashed log h~ ahead, a node embedding. The last layer
+    starts at zero, so training starts from BFFG.
+    """
+
+    mlp: eqx.nn.MLP
+    embed: Float[Array, "n1 e"]
+    height: float
+
+    def __init__(self, states: int, num_nodes: int, width: int, depth: int, embed_dim: int,
+                 height: float, *, key: PRNGKeyArray):
+        k1, k2 = jax.random.split(key)
+        mlp = eqx.nn.MLP(2 + 2 * states + embed_dim, states, width, depth, activation=jax.nn.silu,
+                         key=k1)
+        last = mlp.layers[-1]
+        self.mlp = eqx.tree_at(lambda t: (t.layers[-1].weight, t.layers[-1].bias), mlp,
+                               (jnp.zeros_like(last.weight), jnp.zeros_like(last.bias)))
+        self.embed = 0.1 * jax.random.normal(k2, (num_nodes, embed_dim))
+        self.height = height
+
+    def __call__(self, s, t, x: Int[Array, ""], logh: Float[Array, " S"], node: Int[Array, ""]):
+        S = logh.shape[0]
+        g = logh / (1.0 + jnp.abs(logh))
+        inp = jnp.concatenate([jnp.atleast_1d(jnp.asarray(s, logh.dtype)),
+                               jnp.atleast_1d(t / self.height).astype(logh.dtype),
+                               jax.nn.one_hot(x, S, dtype=logh.dtype), g, self.embed[node]])
+        return self.mlp(inp)
+
+
+class ZeroCorrection(eqx.Module):
+    """``u = 0``: plain BFFG for the chain."""
+
+    states: int = eqx.field(static=True)
+
+    def __call__(self, s, t, x, logh, node):
+        return jnp.zeros(self.states, logh.dtype)

@@ -490,3 +490,255 @@ def exact_gaussian_tree(parent, length, proxy_np, m0, P0, obs, observed, obs_var
     _, logdet = np.linalg.slogdet(2 * np.pi * S)
     log_p = -0.5 * (resid @ sol) - 0.5 * logdet
     return post_mean.reshape(n, d), post_cov, log_p
+
+
+# ----------------------------------------------------------------------------- discrete traits
+#
+# A CTMC with S states along every edge (rates Q_t, possibly time dependent), root x_0 ~ pi0,
+# leaves observed through an emission matrix E (h_leaf(x) = E(x, y_v); 1 if unobserved).
+# Backward filter = Felsenstein pruning with a constant-rate proxy Q~: over an edge of length l
+# the message pulls back as h~_start = exp(l Q~) h~_end; children's messages multiply at a node
+# (log messages add); the root combines with the prior: p~(y) = sum_x pi0(x) h~_root(x).
+#
+# Forward guiding on a grid of K steps of length d = l / K per edge (t_k = start + k d). The
+# target over one step is the kernel P_k = exp(d Q_{t_k}) (rates frozen over a step: the
+# time-discretised target that every estimator and the exact reference share). The guided kernel
+# is its discrete Doob h-transform
+#
+#     q°_k(y | x) = P_k(x, y) h~_{k+1}(y) / (P_k h~_{k+1})(x),      h~_k = exp((l - t) Q~) h~_end,
+#
+# whose generator as d -> 0 is the guided jump rate Q°(x, y) = Q(x, y) h~_t(y) / h~_t(x). With
+# p(path)/q°(path) telescoping along the tree, the exact importance weight is
+#
+#     log w = log p~(y) + sum_edges sum_k log psi_k(x_k),
+#     log psi_k(x) = log (P_k h~_{k+1})(x) - log (exp(d Q~) h~_{k+1})(x),
+#
+# which vanishes when Q = Q~ and tends to the continuous Radon–Nikodym (Girsanov) weight
+#
+#     log psi_e = int_e sum_y (Q_t - Q~)(X_t, y) h~_t(y) / h~_t(X_t) dt
+#               = int_e sum_{y != X_t} (Q_t - Q~)(X_t, y) (h~_t(y) / h~_t(X_t) - 1) dt
+#
+# (there is no jump sum: the guided rates use the true Q, so the jump factors Q/Q° = h~(x-)/h~(x+)
+# telescope against log h~ along the path). The neural correction multiplies the guided jump
+# probabilities by exp(u_theta(t, x, node)_y) (y != x) and renormalises, q^u_k = softmax(log q°_k
+# + u); as d -> 0 this multiplies the guided jump rates by exp(u). It adds
+# sum_k log q°_k(x_{k+1}|x_k) - log q^u_k(x_{k+1}|x_k) (continuous limit:
+# int sum_{y != x} Q°(e^u - 1) dt - sum_jumps u) to log w, whose mean is -KL(q^u_k || q°_k); so,
+# as in the SDE case, a sample gives the per-edge terms (log psi, KL, martingale) with
+# ELBO sample = log p~ + sum(log psi - KL) and log w = ELBO sample + sum(martingale).
+
+
+def ctmc_transition(Q: Float[Array, "S S"], length: Float[Array, ""]) -> Float[Array, "S S"]:
+    """``exp(l Q)`` (``jax.scipy.linalg.expm``), clipped at 0 against rounding."""
+    return jnp.maximum(jax.scipy.linalg.expm(Q * length), 0.0)
+
+
+def log_pullback(P: Float[Array, "S S"], logh: Float[Array, " S"]) -> Float[Array, " S"]:
+    """``log (P exp(logh))``, stable in log space."""
+    m = jnp.max(logh)
+    return m + jnp.log(P @ jnp.exp(logh - m))
+
+
+def pruning(tree: Tree, leaf_logh: Float[Array, "n1 S"], P_edge: Float[Array, "n1 S S"]):
+    """Felsenstein pruning: log message at the end of every edge (own observation + children).
+
+    ``P_edge[v]`` is the transition matrix of the edge into ``v`` (identity for root/dummy).
+    Scans levels deepest first; pulled-back child messages are scatter-added into the parents.
+    """
+    pull = jax.vmap(log_pullback)
+
+    def body(acc, level):
+        return acc.at[tree.parent[level]].add(pull(P_edge[level], acc[level])), None
+
+    acc, _ = jax.lax.scan(body, leaf_logh, tree.levels[1:], reverse=True)
+    return acc.at[tree.n].set(leaf_logh[tree.n])
+
+
+def node_marginals(tree: Tree, inside: Float[Array, "n1 S"], P_edge: Float[Array, "n1 S S"],
+                   log_pi0: Float[Array, " S"]):
+    """Posterior marginals ``p(x_v | y)`` of every node and ``log p(y)`` (inside–outside).
+
+    ``outside_v(y) = log p(x_v = y, observations outside the subtree of v)``, pushed down from
+    the root (``outside_root = log pi0``) through ``P_edge``; marginal ∝ ``outside + inside``.
+    """
+    pulled = jax.vmap(log_pullback)(P_edge, inside)
+    outside = jnp.zeros_like(inside).at[0].set(log_pi0)
+
+    def body(outside, level):
+        par = tree.parent[level]
+        a = outside[par] + inside[par] - pulled[level]
+        m = jnp.max(a, -1, keepdims=True)
+        down = m + jnp.log(jnp.einsum("wx,wxy->wy", jnp.exp(a - m), P_edge[level]))
+        return outside.at[level].set(down), None
+
+    outside, _ = jax.lax.scan(body, outside, tree.levels[1:])
+    joint = outside + inside
+    return jax.nn.softmax(joint, -1), jax.nn.logsumexp(joint[0])
+
+
+class CTMCGuide(eqx.Module):
+    """Everything theta-independent that guides the discrete forward pass (once per task).
+
+    ``logP``: log target step kernels ``exp(d Q_{t_k})`` per edge and step; ``logh``: log h~ at
+    the ``K + 1`` grid points of every edge (max-normalised per point: only ratios matter);
+    ``logpsi``: the per-step log weight table ``log psi_k(x)``; ``root_logp``: log of the guided
+    root posterior ``∝ pi0 h~_root``; ``log_pt``: ``log p~(y)``.
+    """
+
+    logP: Float[Array, "n1 K S S"]
+    logh: Float[Array, "n1 K1 S"]
+    logpsi: Float[Array, "n1 K S"]
+    root_logp: Float[Array, " S"]
+    log_pt: Float[Array, ""]
+
+
+_LOG_FLOOR = -60.0  # log-probability floor: zero-length edges have P = I
+
+
+def _expm_batch(*generators: Float[Array, "... S S"]) -> list[Float[Array, "... S S"]]:
+    """``exp(A)`` of every matrix of every argument in ONE batched ``expm`` call (one compiled
+    instance; and equal inputs give bitwise-equal outputs, e.g. ``Q_t == Q~`` below)."""
+    S = generators[0].shape[-1]
+    flat = jnp.concatenate([g.reshape(-1, S, S) for g in generators])
+    E = jax.vmap(ctmc_transition, in_axes=(0, None))(flat, 1.0)
+    sizes = np.cumsum([g.size // (S * S) for g in generators])[:-1]
+    return [e.reshape(g.shape) for e, g in zip(jnp.split(E, sizes), generators)]
+
+
+def _step_generators(tree: Tree, dynamics, num_steps: int):
+    """``(d Q_{t_k}, d Q~)`` for every edge and step, ``d = l / K``, ``t_k`` the step's start."""
+    Q_proxy = dynamics.proxy_rates()
+    K = num_steps
+    s = jnp.arange(K, dtype=tree.length.dtype) / K
+    t = (tree.time - tree.length)[:, None] + s[None, :] * tree.length[:, None]
+    Q = jax.vmap(jax.vmap(dynamics.rates))(t)
+    dt = (tree.length / K)[:, None, None, None]
+    return Q * dt, jnp.broadcast_to(Q_proxy, Q.shape) * dt
+
+
+@eqx.filter_jit
+def make_ctmc_guide(tree: Tree, leaf_logh: Float[Array, "n1 S"], dynamics, num_steps: int) -> CTMCGuide:
+    """Pruning with the proxy ``dynamics.proxy_rates()``, h~ on the K-grid of every edge, the
+    weight table for the target ``dynamics.rates(t)``, the root (prior ``dynamics.log_prior()``).
+    """
+    Q_proxy, log_pi0 = dynamics.proxy_rates(), dynamics.log_prior()
+    K = num_steps
+    s = jnp.linspace(0.0, 1.0, K + 1, dtype=tree.length.dtype)
+    remaining = tree.length[:, None] * (1.0 - s[None, :])
+    P_grid, P, P_t = _expm_batch(Q_proxy * remaining[..., None, None],
+                                 *_step_generators(tree, dynamics, K))
+    node = pruning(tree, leaf_logh, P_grid[:, 0])  # P_grid[:, 0] = exp(l Q~)
+    logh = jax.vmap(jax.vmap(log_pullback, in_axes=(0, None)))(P_grid, node)
+    logh = logh - jnp.max(logh, -1, keepdims=True)
+    h_next = jnp.exp(logh[:, 1:])
+    num = jnp.einsum("nkxy,nky->nkx", P - P_t, h_next)
+    den = jnp.einsum("nkxy,nky->nkx", P_t, h_next)
+    logpsi = jnp.log1p(num / den)
+    joint = log_pi0 + node[0]
+    log_pt = jax.nn.logsumexp(joint)
+    return CTMCGuide(jnp.maximum(jnp.log(P), _LOG_FLOOR), logh, logpsi, joint - log_pt, log_pt)
+
+
+@eqx.filter_jit
+def ctmc_naive_guide(tree: Tree, dynamics, num_steps: int) -> CTMCGuide:
+    """No guiding (``h~ = 1``, ``psi = 1``, root from the prior): the unconditioned chain."""
+    log_pi0 = dynamics.log_prior()
+    n1, S = tree.n + 1, log_pi0.shape[0]
+    P, _ = _expm_batch(*_step_generators(tree, dynamics, num_steps))
+    return CTMCGuide(jnp.maximum(jnp.log(P), _LOG_FLOOR), jnp.zeros((n1, num_steps + 1, S)),
+                     jnp.zeros((n1, num_steps, S)), log_pi0 - jax.nn.logsumexp(log_pi0), jnp.zeros(()))
+
+
+def _kernels(guide: CTMCGuide, correction, tree: Tree, e, k, x, K: int):
+    """``(log q°_k(.|x), log q^u_k(.|x))`` on edge ``e``; the correction is off on zero-length
+    edges (root, dummy) and on the stay-put transition."""
+    lh = guide.logh[e, k + 1]
+    logits = guide.logP[e, k, x] + lh
+    s = k / K
+    t = tree.time[e] - tree.length[e] * (1.0 - s)
+    S = lh.shape[0]
+    u = correction(s, t, x, lh, e) * (1.0 - jax.nn.one_hot(x, S, dtype=lh.dtype))
+    u = jnp.where(tree.length[e] > 0, u, 0.0)
+    return jax.nn.log_softmax(logits), jax.nn.log_softmax(logits + u)
+
+
+def _gumbel(z: Float[Array, "..."]) -> Float[Array, "..."]:
+    """Standard Gumbel variables from standard normals (so pCN can move the driving noise)."""
+    u = jnp.clip(jax.scipy.special.ndtr(z), 1e-7, 1.0 - 1e-7)
+    return -jnp.log(-jnp.log(u))
+
+
+def ctmc_edge_solve(guide: CTMCGuide, correction, tree: Tree, e: Int[Array, ""], x0: Int[Array, ""],
+                    noise: Float[Array, "K S"]):
+    """Corrected guided chain along edge ``e`` (``lax.scan`` over the K steps, Gumbel-max
+    sampling); returns the end state and the edge terms ``(log psi, KL, martingale)``."""
+    K = noise.shape[0]
+
+    def step(x, k):
+        logq0, logq = _kernels(guide, correction, tree, e, k, x, K)
+        y = jnp.argmax(logq + _gumbel(noise[k]))
+        kl = jnp.sum(jnp.exp(logq) * (logq - logq0))
+        return y, jnp.stack([guide.logpsi[e, k, x], kl, logq0[y] - logq[y] + kl])
+
+    xK, terms = jax.lax.scan(step, x0, jnp.arange(K))
+    return xK, jnp.sum(terms, 0)
+
+
+def ctmc_forward_tree(guide: CTMCGuide, correction, tree: Tree, z0: Float[Array, " S"],
+                      noise: Float[Array, "n1 K S"]):
+    """Guided forward pass of the chain over the whole tree; node states ``(n+1,)`` (dummy 0) and
+    per-edge terms ``(n+1, 3)``. The root is drawn from the guided root posterior."""
+    x_root = jnp.argmax(guide.root_logp + _gumbel(z0))
+    xs = jnp.zeros(tree.n + 1, jnp.int32).at[0].set(x_root)
+    terms = jnp.zeros((tree.n + 1, 3), guide.logpsi.dtype)
+    solve = jax.vmap(lambda e, x, z: ctmc_edge_solve(guide, correction, tree, e, x, z))
+
+    def body(carry, level):
+        xs, terms = carry
+        x_end, t = solve(level, xs[tree.parent[level]], noise[level])
+        return (xs.at[level].set(x_end.astype(jnp.int32)), terms.at[level].set(t)), None
+
+    (xs, terms), _ = jax.lax.scan(body, (xs, terms), tree.levels[1:])
+    return xs.at[tree.n].set(0), terms.at[tree.n].set(0.0)
+
+
+def ctmc_edge_elbo(guide: CTMCGuide, correction, tree: Tree, e: Int[Array, ""], m0: Float[Array, " S"]):
+    """Exact expectation over the corrected chain on edge ``e`` started from the distribution
+    ``m0``: end marginal and ``sum_k E[log psi_k(x_k) - KL_k(x_k)]`` (forward Kolmogorov
+    recursion of the S-vector marginal; differentiable in theta, no sampling)."""
+    K = guide.logpsi.shape[1]
+    S = m0.shape[0]
+
+    def step(m, k):
+        logq0, logq = jax.vmap(lambda x: _kernels(guide, correction, tree, e, k, x, K))(jnp.arange(S))
+        kl = jnp.sum(jnp.exp(logq) * (logq - logq0), -1)
+        return m @ jnp.exp(logq), m @ (guide.logpsi[e, k] - kl)
+
+    mK, g = jax.lax.scan(step, m0, jnp.arange(K))
+    return mK, jnp.sum(g)
+
+
+def ctmc_tree_elbo(guide: CTMCGuide, correction, tree: Tree):
+    """Exact ELBO of the corrected proposal on the whole tree and its node marginals ``(n+1, S)``
+    (level scan of :func:`ctmc_edge_elbo`)."""
+    m_root = jnp.exp(guide.root_logp)
+    marg = jnp.zeros((tree.n + 1, m_root.shape[0]), m_root.dtype).at[0].set(m_root)
+    g = jnp.zeros(tree.n + 1, m_root.dtype)
+    solve = jax.vmap(lambda e, m: ctmc_edge_elbo(guide, correction, tree, e, m))
+
+    def body(carry, level):
+        marg, g = carry
+        m_end, ge = solve(level, marg[tree.parent[level]])
+        return (marg.at[level].set(m_end), g.at[level].set(ge)), None
+
+    (marg, g), _ = jax.lax.scan(body, (marg, g), tree.levels[1:])
+    return guide.log_pt + jnp.sum(g.at[tree.n].set(0.0)), marg.at[tree.n].set(0.0)
+
+
+def ctmc_path_elbo(guide: CTMCGuide, correction, tree: Tree, path: Int[Array, " D1"]):
+    """Per-position exact ELBO terms ``(D,)`` along one root-to-leaf path (padding gives 0)."""
+    def body(m, v):
+        return ctmc_edge_elbo(guide, correction, tree, v, m)
+
+    _, g = jax.lax.scan(body, jnp.exp(guide.root_logp), path[1:])
+    return g

@@ -1,4 +1,5 @@
-"""NBFFG training: maximise the ELBO of the residual ``u_theta`` with the core training loop."""
+"""NBFFG training: maximise the ELBO of the residual ``u_theta`` (drift residual, or jump-rate
+correction for discrete traits) with the core training loop."""
 
 from __future__ import annotations
 
@@ -15,8 +16,13 @@ from repro26.nbffg import losses as L
 from repro26.nbffg import model as M
 
 
-def init_residual(cfg, task: D.Task, problem: L.Problem, key) -> M.Residual:
+def init_residual(cfg, task: D.Task, problem: L.Problem | L.CTMCProblem, key):
+    """The NBFFG network at initialisation (zero output: BFFG): drift residual, or rate
+    correction for discrete traits."""
     t = cfg.train
+    if isinstance(problem, L.CTMCProblem):
+        return M.RateCorrection(problem.states, problem.tree.n + 1, t.width, t.depth, t.embed_dim,
+                                cfg.tree_height, key=key)
     d = problem.obs.shape[1]
     x_scale = float(np.abs(np.asarray(problem.obs)).max()) or 1.0
     return M.Residual(d, problem.m, problem.tree.n + 1, t.width, t.depth, t.embed_dim, x_scale,
