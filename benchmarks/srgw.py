@@ -1,54 +1,73 @@
-"""srgw: our JAX semi-relaxed GW solver vs POT's, on SBM graphs.
+"""srgw: our JAX semi-relaxed GW solver vs POT's, on SBM graphs (issue 4's benchmark).
 
-    python benchmarks/srgw.py                 # n = 1,000 and 5,000
+    python benchmarks/srgw.py                 # n = 1,000 / 5,000 / 20,000
     python benchmarks/srgw.py --ns 1000       # one size
-    python benchmarks/srgw.py --large         # adds n = 20,000 (dense for both, and BCOO for ours)
 
-Two rows per n (``benchmarks.runner.compare``, median of repeats, compile excluded; ratio > 1:
-ours faster):
+Rows per n (``benchmarks.runner``, median of repeats, compile excluded; speedup > 1: ours
+faster), saved to ``results/benchmarks/srgw.csv``:
 
-* ``fw-iterations``: 50 Frank-Wolfe iterations on T for a fixed block matrix C — ours a
+* ``fw-iterations``: ``iters`` Frank-Wolfe iterations on T for a fixed block matrix C — ours a
   ``lax.fori_loop`` of ``solvers.fw_step``, POT ``ot.gromov.semirelaxed_gromov_wasserstein``
-  with ``max_iter=50`` and zero tolerances — so the ratio is the ratio of iterations/s;
+  with ``max_iter=iters`` and zero tolerances — reported as iterations/s of each;
 * ``to-tolerance``: the whole block-coordinate estimator (FW steps + closed-form C) from the
-  same spectral initial coupling to relative tolerance 1e-5 — ours ``solvers.solve``, POT's
-  solver in the same loop (``evaluate.pot_block_model``); the objectives of both are printed.
+  same perturbed spectral coupling to relative tolerance 1e-5 — ours ``solvers.solve``, POT's
+  solver in the same loop (``evaluate.pot_block_model``) — with both objectives (float64);
+* at n >= 20,000 also ours on a sparse (BCOO, mean degree 25) SBM, which POT cannot take.
 
-Single-threaded runs: set ``XLA_FLAGS``/``OMP_NUM_THREADS`` as the pipeline does
-(``--threads``) to compare like with like.
+POT needs the dense float64 n x n adjacency plus its square (``init_matrix_semirelaxed``): about
+3 x 8 n^2 bytes, ~10 GB at n = 20,000. Before POT runs at a size, the free memory
+(``MemAvailable``) is checked against 4 x 8 n^2 bytes; if short, POT's rows at that size are
+left out and the table says so. At n >= ``--pot-tolerance-max-n`` POT's to-tolerance run (minutes
+per run) is timed once, without repeats.
+
+Single-threaded: ``--threads`` caps XLA and BLAS (both libraries) as the pipeline does.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def mem_available_bytes() -> int:
+    """``MemAvailable`` of /proc/meminfo (0 where it cannot be read)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ns", type=int, nargs="*", default=[1000, 5000])
-    parser.add_argument("--large", action="store_true", help="add n = 20,000")
+    parser.add_argument("--ns", type=int, nargs="*", default=[1000, 5000, 20000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--pot-tolerance-max-n", type=int, default=10000)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     from repro26.core.cli import _set_threads
 
     _set_threads(args.threads)
 
+    import gc
+
     import jax
     import jax.numpy as jnp
     import numpy as np
     import ot
 
-    from benchmarks.runner import compare
+    from benchmarks.runner import compare, median_time, save
     from repro26.srgw import data, evaluate, model, solvers
 
-    ns = list(args.ns) + ([20000] if args.large else [])
     spec = data.SBMSpec(0.3, 0.1, (1.0, 1.0, 1.0))
-    iters, tol, K = 50, 1e-5, 3
+    iters, tol, K = args.iters, 1e-5, 3
 
     @jax.jit
     def fw_iterations(A, T, C):
@@ -60,43 +79,81 @@ def main() -> None:
         return jax.lax.fori_loop(0, iters, body, T)
 
     solve = jax.jit(lambda A, T0: solvers.solve(A, T0, 1000, tol))
-    for n in ns:
+    rows = []
+    for n in args.ns:
         key = jax.random.PRNGKey(n)
         A, _, _ = data.sample_sbm(key, n, spec)
         z = jax.jit(lambda A, k: model.spectral_labels(A, K, k))(A, key)
-        T0 = jax.nn.one_hot(z, K, dtype=jnp.float32) / n
         # a perturbed start so that FW has work to do on every row
-        T0 = 0.5 * T0 + 0.5 / (n * K)
+        T0 = 0.5 * jax.nn.one_hot(z, K, dtype=jnp.float32) / n + 0.5 / (n * K)
         C = solvers.block_update(T0, A @ T0)
-        A64, T064, C64 = (np.asarray(x, np.float64) for x in (A, T0, C))
-        p = np.full(n, 1.0 / n)
-        compare(f"srgw fw-iterations x{iters} n={n}",
-                ours=lambda: fw_iterations(A, T0, C),
-                reference=lambda: ot.gromov.semirelaxed_gromov_wasserstein(
-                    A64, C64, p, symmetric=True, G0=T064, max_iter=iters, tol_rel=0.0,
-                    tol_abs=0.0),
-                repeats=args.repeats)
-        row = compare(f"srgw to-tolerance n={n}",
-                      ours=lambda: solve(A, T0),
-                      reference=lambda: evaluate.pot_block_model(A64, T064, tol, 1000),
-                      repeats=args.repeats)
         res = solve(A, T0)
-        ours = evaluate._np_objective(A64, np.asarray(res.T, np.float64),
-                                      np.asarray(res.C, np.float64))
-        pot = evaluate.pot_block_model(A64, T064, tol, 1000)
-        print(f"    objective ours {ours:.6f} ({int(res.n_iter)} it)   POT {pot[2]:.6f} "
-              f"({pot[3]} outer it)   ours/POT {ours / pot[2]:.5f}   "
-              f"iterations/s ours {int(res.n_iter) / row['ours_s']:.1f}", flush=True)
+        ours_obj = evaluate._np_objective(np.asarray(A, np.float64), np.asarray(res.T, np.float64),
+                                          np.asarray(res.C, np.float64))
+        need, free = 4 * 8 * n * n, mem_available_bytes()
+        pot_fits = free >= need
+        base = {"n": n, "K": K, "dense": True, "pot_run": pot_fits,
+                "note": "" if pot_fits else
+                f"POT left out: needs ~{need / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free"}
+        if not pot_fits:
+            t_it = median_time(lambda: fw_iterations(A, T0, C), args.repeats)
+            t_tol = median_time(lambda: solve(A, T0), args.repeats)
+            rows.append({**base, "name": f"fw-iterations x{iters}", "ours_s": t_it,
+                         "ours_it_per_s": iters / t_it})
+            rows.append({**base, "name": "to-tolerance", "ours_s": t_tol,
+                         "ours_iterations": int(res.n_iter), "ours_objective": ours_obj})
+            print(f"srgw n={n}: {base['note']}; ours {iters / t_it:.1f} it/s, to tolerance "
+                  f"{t_tol:.2f} s", flush=True)
+        else:
+            A64, T064, C64 = (np.asarray(x, np.float64) for x in (A, T0, C))
+            p = np.full(n, 1.0 / n)
+            row = compare(f"srgw fw-iterations x{iters} n={n}",
+                          ours=lambda: fw_iterations(A, T0, C),
+                          reference=lambda: ot.gromov.semirelaxed_gromov_wasserstein(
+                              A64, C64, p, symmetric=True, G0=T064, max_iter=iters,
+                              tol_rel=0.0, tol_abs=0.0),
+                          repeats=args.repeats)
+            rows.append({**base, "name": f"fw-iterations x{iters}", "ours_s": row["ours_s"],
+                         "pot_s": row["reference_s"], "speedup": row["speedup"],
+                         "ours_it_per_s": iters / row["ours_s"],
+                         "pot_it_per_s": iters / row["reference_s"]})
+            if n < args.pot_tolerance_max_n:
+                row = compare(f"srgw to-tolerance n={n}", ours=lambda: solve(A, T0),
+                              reference=lambda: evaluate.pot_block_model(A64, T064, tol, 1000),
+                              repeats=args.repeats)
+                t_ours, t_pot = row["ours_s"], row["reference_s"]
+                pot = evaluate.pot_block_model(A64, T064, tol, 1000)
+            else:  # POT to tolerance takes minutes here: one run, no warm-up (nothing compiles)
+                t_ours = median_time(lambda: solve(A, T0), args.repeats)
+                start = time.perf_counter()
+                pot = evaluate.pot_block_model(A64, T064, tol, 1000)
+                t_pot = time.perf_counter() - start
+                print(f"srgw to-tolerance n={n}: ours {t_ours:.2f} s, POT {t_pot:.2f} s (1 run), "
+                      f"reference/ours {t_pot / t_ours:.2f}x", flush=True)
+            rows.append({**base, "name": "to-tolerance", "ours_s": t_ours, "pot_s": t_pot,
+                         "speedup": t_pot / t_ours, "ours_iterations": int(res.n_iter),
+                         "pot_outer_iterations": pot[3], "ours_objective": ours_obj,
+                         "pot_objective": pot[2], "objective_ratio": ours_obj / pot[2]})
+            print(f"    objective ours {ours_obj:.6f} ({int(res.n_iter)} it)   POT {pot[2]:.6f} "
+                  f"({pot[3]} outer it)   ours/POT {ours_obj / pot[2]:.5f}", flush=True)
+            del A64, T064, C64
+        gc.collect()
         if n >= 20000:
-            sparse_spec = data.SBMSpec(20.0 / n, 5.0 / n, (1.0, 1.0, 1.0))
+            sparse_spec = data.SBMSpec(25.0 / n, 5.0 / n, (1.0, 1.0, 1.0))
             As, _, _ = data.sample_sbm(key, n, sparse_spec)
             Ab = solvers.to_bcoo(As)
             del As
             Ts = jnp.full((n, K), 1.0 / (n * K)) + jax.random.uniform(key, (n, K)) * 1e-3 / n
             Ts = Ts / Ts.sum(1, keepdims=True) / n
-            t = evaluate.timed(lambda A, T: solvers.solve(A, T, 1000, tol), Ab, Ts)[1]
+            out, t = evaluate.Compiled()("sparse", lambda A, T: solvers.solve(A, T, 1000, tol),
+                                         Ab, Ts)
+            rows.append({"n": n, "K": K, "dense": False, "pot_run": False,
+                         "name": "to-tolerance (BCOO)", "ours_s": t,
+                         "ours_iterations": int(out.n_iter),
+                         "note": f"sparse SBM, nnz={int(Ab.nse)}; POT needs the dense matrix"})
             print(f"srgw sparse BCOO n={n} nnz={Ab.nse}: ours to tolerance {t:.2f} s "
-                  f"(POT needs the dense {n}x{n} float64 matrix)", flush=True)
+                  f"({int(out.n_iter)} it)", flush=True)
+    save("srgw", rows, threads=args.threads, iters=iters, tol=tol)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,15 @@ def test_smoke_end_to_end(tmp_path):
     run("data", tmp_path / "data")
     fits = []
     for fam in (*cfg.sbms, *cfg.graphons):
-        path = tmp_path / "runs" / fam / "seed0.csv"
-        run("fit", path, seed=0, variant=fam)
-        fits.append(path)
+        for n in (cfg.sbm_ns if fam in cfg.sbms else cfg.graphon_ns):
+            path = tmp_path / "runs" / fam / f"n{n}.csv"
+            run("fit", path, variant=f"{fam}:{n}")
+            fits.append(path)
     run("pot", tmp_path / "pot" / "seed0.csv", seed=0)
     run("real", tmp_path / "real" / "real.csv")
     run("evaluate", tmp_path / "tables", [*fits, tmp_path / "pot" / "seed0.csv"])
+    chosen = (tmp_path / "tables" / "k_chosen.csv").read_text()
+    assert "K_theory" in chosen and "absdiff" in chosen
     tables = [tmp_path / "tables" / "fits.csv", tmp_path / "tables" / "pot.csv"]
     for fig in ("error_vs_n", "gap_vs_n", "time_vs_n"):
         run(f"figure_{fig}", tmp_path / "figures" / f"{fig}.png", tables)
@@ -53,6 +56,16 @@ def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
     assert main(["srgw", "data", "--config", str(bad), "--out", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "max_iter" in err[0]
+
+
+def test_fit_variant_must_name_family_and_n(tmp_path):
+    from repro26.core.config import UsageError
+
+    scale, cfg, h = resolve_run_config(cli, "srgw", ROOT / "config" / "config.yaml", "smoke")
+    for variant in ("absdiff", "absdiff:7", "nope:48"):
+        with pytest.raises(UsageError, match="--variant"):
+            cli.STAGES["fit"](Run("srgw", "fit", scale, cfg, h, tmp_path / "x.csv",
+                                  variant=variant, progress=False))
 
 
 def test_unknown_graphon_is_a_config_error(tmp_path):

@@ -1,9 +1,13 @@
 # srgw (issue 4): graphon and SBM estimation by semi-relaxed Gromov-Wasserstein.
-# data -> fit (family x seed) + pot (seed) + real -> evaluate -> one rule per figure -> claims
+# data -> fit (family x n, all seeds per job) + pot (seed) + real -> evaluate -> figures -> claims
 SRGW = "srgw"
 SRGW_CFG = method_config(SRGW)
 SRGW_FAMILIES = list(SRGW_CFG["sbms"]) + list(SRGW_CFG["graphons"])
-SRGW_SEEDS = SRGW_CFG["seeds"]
+SRGW_FITS = [
+    out(SRGW, "runs", fam, f"n{n}.csv")
+    for fam in SRGW_FAMILIES
+    for n in SRGW_CFG["sbm_ns" if fam in SRGW_CFG["sbms"] else "graphon_ns"]
+]
 SRGW_POT_SEEDS = SRGW_CFG.get("pot_seeds", [0]) if SRGW_CFG.get("pot_ns") else []
 SRGW_FIGURES = [
     out(SRGW, "figures", f"{name}.png")
@@ -31,24 +35,24 @@ rule srgw_data:
 
 
 rule srgw_fit:
-    """srGW and the baselines on every n of one family's grid, one seed per job."""
+    """srGW and the baselines on one family's graphs of one size n, every seed (compiled once)."""
     input:
         cfg=out(SRGW, "config.json"),
         manifest=out(SRGW, "data", "manifest.json"),
     output:
-        out(SRGW, "runs", "{family}", "seed{seed}.csv"),
+        out(SRGW, "runs", "{family}", "n{n}.csv"),
     log:
-        log_path(SRGW, "fit_{family}_seed{seed}"),
+        log_path(SRGW, "fit_{family}_n{n}"),
     wildcard_constraints:
         family="|".join(SRGW_FAMILIES),
-        seed=r"\d+",
+        n=r"\d+",
     threads: THREADS
     resources:
         **train_resources(mem_mb_small=3000),
     conda:
         ENV
     shell:
-        stage(SRGW, "fit", "--variant {wildcards.family} --seed {wildcards.seed} --out {output}")
+        stage(SRGW, "fit", "--variant {wildcards.family}:{wildcards.n} --out {output}")
         + " > {log} 2>&1"
 
 
@@ -93,11 +97,12 @@ rule srgw_evaluate:
     """Gather the per-job tables into fits.csv and pot.csv."""
     input:
         cfg=out(SRGW, "config.json"),
-        fits=expand(out(SRGW, "runs", "{family}", "seed{seed}.csv"), family=SRGW_FAMILIES, seed=SRGW_SEEDS),
+        fits=SRGW_FITS,
         pots=expand(out(SRGW, "pot", "seed{seed}.csv"), seed=SRGW_POT_SEEDS),
     output:
         fits=out(SRGW, "tables", "fits.csv"),
         pot=out(SRGW, "tables", "pot.csv"),
+        k=out(SRGW, "tables", "k_chosen.csv"),
     params:
         dest=lambda w, output: str(Path(output.fits).parent),
     log:

@@ -1,6 +1,6 @@
 """Stages of ``repro26 srgw <stage>`` and the method's typed config.
 
-data -> fit (one job per family and seed) + pot (one job per seed) + real -> evaluate ->
+data -> fit (one job per family and n, all seeds) + pot (one job per seed) + real -> evaluate ->
 figures (one stage per figure) -> claims.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-
+from typing import Literal
 
 from repro26.core import io
 from repro26.core.cli import Run
@@ -33,6 +33,11 @@ class Config:
     graphons: tuple[str, ...]
     k_scale: float = 1.0
     k_exponent: float = 1.0 / 3.0
+    # smooth graphons: K = ceil(k_scale n^k_exponent) ("theory") or the held-out-error minimiser
+    # over k_grid multiples of it ("validation", fraction validation_fraction of pairs hidden)
+    k_rule: Literal["theory", "validation"] = "theory"
+    k_grid: tuple[float, ...] = (0.5, 1.0, 2.0)
+    validation_fraction: float = 0.1
     n_random_inits: int = 2
     max_iter: int = 500
     tol_log10: float = -5.0  # FW-gap tolerance 10**tol_log10 (see evaluate.tolerance)
@@ -53,6 +58,12 @@ def _check(cfg: Config) -> None:
                        ("pot_ns", cfg.pot_ns)):
         if any(n < 10 for n in grid):
             raise ConfigError(f"srgw.{name}: every n must be at least 10, got {list(grid)}")
+    if not 0 < cfg.validation_fraction < 1:
+        raise ConfigError(f"srgw.validation_fraction: must lie in (0, 1), got "
+                          f"{cfg.validation_fraction}")
+    if not cfg.k_grid or any(m <= 0 for m in cfg.k_grid):
+        raise ConfigError(f"srgw.k_grid: positive multipliers of the theory K, got "
+                          f"{list(cfg.k_grid)}")
     for fam, s in cfg.sbms.items():
         if not (0 <= s.p_in <= 1 and 0 <= s.p_out <= 1) or len(s.sizes) < 2:
             raise ConfigError(f"srgw.sbms.{fam}: p_in, p_out in [0, 1] and at least 2 sizes")
@@ -69,6 +80,8 @@ def data_stage(run: Run) -> None:
         ns = evaluate.family_ns(cfg, fam)
         entry = {"kind": "sbm" if fam in cfg.sbms else "graphon", "ns": list(ns),
                  "K": [evaluate.n_blocks(cfg, fam, n) for n in ns]}
+        if fam not in cfg.sbms and cfg.k_rule == "validation":
+            entry["K_candidates"] = [list(evaluate.k_candidates(cfg, fam, n)) for n in ns]
         if fam in cfg.sbms:
             s = cfg.sbms[fam]
             entry["block_matrix"] = data.SBMSpec(s.p_in, s.p_out, s.sizes).block_matrix()
@@ -84,16 +97,19 @@ def data_stage(run: Run) -> None:
 
 
 def fit_stage(run: Run) -> None:
-    """One family (``--variant``) and seed: every estimator on every n."""
+    """One family and n (``--variant FAMILY:N``): every estimator on the graph of every seed."""
     from repro26.srgw import evaluate
 
     _check(run.cfg)
-    if run.variant not in evaluate.families(run.cfg):
-        raise UsageError(f"--variant: family '{run.variant}' unknown; allowed: "
+    family, _, n = (run.variant or "").partition(":")
+    if family not in evaluate.families(run.cfg):
+        raise UsageError(f"--variant: family '{family}' unknown (expected FAMILY:N); allowed: "
                          f"{', '.join(evaluate.families(run.cfg))}")
-    if run.seed is None:
-        raise UsageError("--seed: the fit stage needs a seed")
-    rows = evaluate.fit_family_seed(run.cfg, run.variant, run.seed, progress=run.progress)
+    ns = evaluate.family_ns(run.cfg, family)
+    if not n.isdigit() or int(n) not in ns:
+        raise UsageError(f"--variant: n '{n}' is not on {family}'s grid (expected FAMILY:N); "
+                         f"allowed: {', '.join(map(str, ns))}")
+    rows = evaluate.fit_family_n(run.cfg, family, int(n), progress=run.progress)
     io.write_table(run.out, rows, run.meta())
 
 
@@ -119,7 +135,10 @@ def real_stage(run: Run) -> None:
 
 
 def evaluate_stage(run: Run) -> None:
-    """Concatenate the per-job tables into ``fits.csv`` and ``pot.csv`` (in ``--out``)."""
+    """Concatenate the per-job tables into ``fits.csv`` and ``pot.csv`` (in ``--out``), and
+    summarise the K used per (family, n) in ``k_chosen.csv``."""
+    from repro26.srgw import evaluate
+
     fits, pots = [], []
     for path in run.inputs:
         table = io.read_table(path)
@@ -130,6 +149,7 @@ def evaluate_stage(run: Run) -> None:
     out = Path(run.out)
     io.write_table(out / "fits.csv", fits, run.meta())
     io.write_table(out / "pot.csv", pots, run.meta())
+    io.write_table(out / "k_chosen.csv", evaluate.k_choice_rows(fits), run.meta())
 
 
 def _figure(name: str):

@@ -1,7 +1,8 @@
 r"""Fits, metrics and the tidy tables every figure and claim reads.
 
-* :func:`fit_family_seed` — one (family, seed) job: for every n of the grid, sample a graph,
-  run srGW and the baselines, record MSE of :math:`\hat P` (off-diagonal mean of
+* :func:`fit_family_n` — one (family, n) job: for every seed, sample a graph, choose K (rate
+  theory or held-out edge validation, :func:`choose_k`), run srGW and the baselines, record
+  MSE of :math:`\hat P` (off-diagonal mean of
   :math:`(\hat P_{ij} - P_{ij})^2`), ARI against the true blocks (SBMs), wall time, and srGW's
   relaxed / rounded objectives and their gap.
 * :func:`pot_compare_seed` — the same block-coordinate estimator with POT's
@@ -16,6 +17,7 @@ Wall times exclude JIT compilation (each function is compiled ahead of time with
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import zlib
@@ -34,6 +36,7 @@ from repro26.srgw import data, model, solvers
 ESTIMATORS: tuple[str, ...] = ("srgw", "usvt", "sas", "nh", "sc")
 ESTIMATOR_LABELS = {
     "srgw": "srGW (ours)",
+    "srgw_ktheory": "srGW, K = rate theory",
     "usvt": "USVT",
     "sas": "sorting-and-smoothing",
     "nh": "network histogram",
@@ -107,14 +110,24 @@ def graph_key(seed: int, family: str, n: int) -> jax.Array:
     return jax.random.fold_in(key, n)
 
 
+@functools.lru_cache(maxsize=None)
+def _sampler(spec: data.SBMSpec | str, n: int):
+    """Jitted ``key -> (A, P, latent)`` for one family and n (compiled once, reused by seeds)."""
+    if isinstance(spec, data.SBMSpec):
+        return jax.jit(lambda key: data.sample_sbm(key, n, spec))
+    return jax.jit(lambda key: data.sample_graphon(key, n, spec))
+
+
 def sample(cfg, family: str, n: int, seed: int):
-    """``(A, P, z_true or None, K)`` of one synthetic graph."""
+    """``(A, P, z_true or None, K)`` of one synthetic graph (K: the rate-theory K)."""
     key = graph_key(seed, family, n)
     if family in cfg.sbms:
         s = cfg.sbms[family]
-        A, P, z = data.sample_sbm(key, n, data.SBMSpec(s.p_in, s.p_out, tuple(s.sizes)))
+        A, P, z = _sampler(data.SBMSpec(s.p_in, s.p_out, tuple(s.sizes)), n)(key)
         return A, P, np.asarray(z), len(s.sizes)
-    A, P, _ = data.sample_graphon(key, n, family)
+    if family not in data.GRAPHONS:
+        raise ConfigError(f"graphon: '{family}' is unknown; allowed: {', '.join(data.GRAPHONS)}")
+    A, P, _ = _sampler(family, n)(key)
     return A, P, None, n_blocks(cfg, family, n)
 
 
@@ -131,7 +144,7 @@ def srgw_estimator(cfg, K: int) -> model.SrgwEstimator:
 
 def baselines(cfg, K: int) -> dict[str, Any]:
     """USVT, sorting-and-smoothing and network histogram (spectral clustering + block means is
-    run in :func:`fit_family_seed` from the spectral labels it shares with srGW's init)."""
+    run in :func:`fit_family_n` from the spectral labels it shares with srGW's init)."""
     return {
         "usvt": model.USVT(cfg.usvt_eta, cfg.usvt_k_max),
         "sas": model.SortAndSmooth(K),
@@ -144,45 +157,131 @@ def _srgw_fit(est: model.SrgwEstimator, A, key):
     return best, every, model.block_fit(A, solvers.labels(best.T), est.K)
 
 
-def fit_family_seed(cfg, family: str, seed: int, progress: bool = False) -> list[dict]:
-    """All estimators on every n of the family's grid for one seed (one row per n, estimator).
+class Compiled:
+    """Ahead-of-time compiled functions of one job, keyed by name (which must encode every
+    static value, e.g. K): compiled on first use, then reused by every seed, so each call's wall
+    time excludes compilation."""
 
+    def __init__(self):
+        self._cache: dict[str, Any] = {}
+
+    def __call__(self, name: str, fn: Callable, *args) -> tuple[Any, float]:
+        """``(fn(*args), seconds)``; ``fn`` is compiled for ``args`` the first time ``name`` is
+        seen."""
+        if name not in self._cache:
+            self._cache[name] = jax.jit(fn).lower(*args).compile()
+        start = time.perf_counter()
+        out = jax.block_until_ready(self._cache[name](*args))
+        return out, time.perf_counter() - start
+
+
+def k_candidates(cfg, family: str, n: int) -> tuple[int, ...]:
+    """The K grid of held-out validation: ``k_grid`` multiples of the rate-theory K (>= 2)."""
+    K0 = n_blocks(cfg, family, n)
+    return tuple(sorted({max(2, int(math.ceil(m * K0 - 1e-9))) for m in cfg.k_grid}))
+
+
+def heldout_error(A, key, K: int, frac: float, max_iter: int, tol: float):
+    r"""Held-out edge validation of a K-block srGW fit: hide each pair :math:`i<j` with
+    probability ``frac`` (symmetrically), fit on :math:`\tilde A = A \odot (1-H)/(1-\mathrm{frac})`
+    (entrywise unbiased for P, as in network cross-validation by edge sampling, Li, Levina & Zhu
+    2020) from the spectral initial coupling, and return the mean of
+    :math:`(\hat P_{ij} - A_{ij})^2` over the hidden pairs (its expectation is the MSE of
+    :math:`\hat P` there plus the fixed Bernoulli variance)."""
+    n = A.shape[0]
+    k_mask, k_spec = jax.random.split(key)
+    hide = jnp.triu(jax.random.uniform(k_mask, (n, n)) < frac, k=1)
+    hide = hide | hide.T
+    At = jnp.where(hide, 0.0, A) / (1.0 - frac)
+    z = model.spectral_labels(At, K, k_spec)
+    best = solvers.solve(At, jax.nn.one_hot(z, K, dtype=jnp.float32) / n, max_iter, tol)
+    fit = model.block_fit(At, solvers.labels(best.T), K)
+    return jnp.sum(jnp.where(hide, (fit.P_hat - A) ** 2, 0.0)) / jnp.sum(hide)
+
+
+def choose_k(
+    cfg, family: str, n: int, A, key, run: Compiled,
+) -> tuple[int, dict[int, float], float]:
+    """``(K, {K: held-out error}, seconds)``: the true K for an SBM; for a smooth graphon the
+    rate-theory K (``k_rule: theory``) or the held-out-error minimiser over
+    :func:`k_candidates` (``k_rule: validation``)."""
+    K0 = n_blocks(cfg, family, n)
+    if family in cfg.sbms or cfg.k_rule == "theory":
+        return K0, {}, 0.0
+    errors, secs = {}, 0.0
+    for K in k_candidates(cfg, family, n):
+        err, t = run(f"heldout{K}", functools.partial(
+            heldout_error, K=K, frac=cfg.validation_fraction, max_iter=cfg.max_iter,
+            tol=tolerance(cfg)), A, key)
+        errors[K], secs = float(err), secs + t
+    return min(errors, key=errors.get), errors, secs
+
+
+def fit_family_n(cfg, family: str, n: int, progress: bool = False) -> list[dict]:
+    """All estimators on the graphs of one (family, n), one per seed (one row per seed and
+    estimator).
+
+    Seeds loop on the host over one compiled executable per function and K (compiled on the
+    first seed), so each graph's wall time is measured alone and at most one n x n graph is in
+    memory; a vmapped batch of seeds would only give the batch's time and hold every graph.
     srGW's spectral initialisation and the spectral-clustering baseline share one spectral
-    clustering per graph (computed and timed once; its time is added to both).
+    clustering per graph (computed and timed once; its time is added to both). With
+    ``k_rule: validation`` a smooth graphon's K is chosen per graph by :func:`choose_k` (its
+    time in ``k_select_s``) and shared by every K-block estimator; srGW at the rate-theory K is
+    then also reported as ``srgw_ktheory`` (a copy of the ``srgw`` row where they coincide).
     """
+    run = Compiled()
     rows = []
-    for n in family_ns(cfg, family):
-        A, P, z_true, K = sample(cfg, family, n, seed)
+    for seed in cfg.seeds:
+        A, P, z_true, K_theory = sample(cfg, family, n, seed)
         key = jax.random.fold_in(graph_key(seed, family, n), 1)
         k_spec, k_rand, k_base = jax.random.split(key, 3)
-        est = srgw_estimator(cfg, K)
-        z_spec, t_spec = timed(lambda A, k: model.spectral_labels(A, K, k), A, k_spec)
-        T0s, t_init = timed(est.couplings_from_labels, z_spec, k_rand)
-        (best, every), t_solve = timed(est.solve, A, T0s)
-        fit, t_fit = timed(lambda A, T: model.block_fit(A, solvers.labels(T), K), A, best.T)
-        gap = jax.jit(solvers.rounding_gap)(A, best.T)
+        K, val_errors, t_select = choose_k(cfg, family, n, A, jax.random.fold_in(key, 2), run)
         base = {"family": family, "kind": "sbm" if z_true is not None else "graphon",
-                "n": n, "K": K, "seed": seed}
-        rows.append({**base, "estimator": "srgw", "mse": float(mse_offdiag(fit.P_hat, P)),
-                     "ari": _ari(z_true, fit.z), "time_s": t_spec + t_init + t_solve + t_fit,
-                     "solve_time_s": t_solve,
-                     "objective": float(best.objective), "relaxed": float(gap.relaxed),
-                     "rounded": float(gap.rounded), "gap": float(gap.gap),
-                     "fractional_rows": float(gap.fractional_rows),
-                     "iterations": int(best.n_iter), "fw_gap": float(best.gap),
-                     "best_init": "spectral" if int(jnp.argmin(every.objective)) == 0 else "random",
-                     "gap_bound": _gap_bound(n, fit.C)})
-        sc, t_sc = timed(lambda A, z: model.block_fit(A, z, K), A, z_spec)
-        rows.append({**base, "estimator": "sc", "mse": float(mse_offdiag(sc.P_hat, P)),
-                     "ari": _ari(z_true, sc.z), "time_s": t_spec + t_sc})
+                "n": n, "K": K, "K_theory": K_theory, "seed": seed}
+        fits = {"srgw": K}
+        if val_errors and K != K_theory:
+            fits["srgw_ktheory"] = K_theory
+        for name, Kf in fits.items():
+            est = srgw_estimator(cfg, Kf)
+            z_spec, t_spec = run(f"spectral{Kf}",
+                                 lambda A, k, Kf=Kf: model.spectral_labels(A, Kf, k), A, k_spec)
+            T0s, t_init = run(f"init{Kf}", est.couplings_from_labels, z_spec, k_rand)
+            (best, every), t_solve = run(f"solve{Kf}", est.solve, A, T0s)
+            fit, t_fit = run(f"blockfit{Kf}", lambda A, T, Kf=Kf: model.block_fit(
+                A, solvers.labels(T), Kf), A, best.T)
+            gap, _ = run(f"gap{Kf}", solvers.rounding_gap, A, best.T)
+            mse, _ = run("mse", mse_offdiag, fit.P_hat, P)
+            rows.append({**base, "K": Kf, "estimator": name, "mse": float(mse),
+                         "ari": _ari(z_true, fit.z), "time_s": t_spec + t_init + t_solve + t_fit,
+                         "solve_time_s": t_solve, "k_select_s": t_select,
+                         "k_validation": " ".join(f"{k}:{e:.6g}" for k, e in val_errors.items()),
+                         "objective": float(best.objective), "relaxed": float(gap.relaxed),
+                         "rounded": float(gap.rounded), "gap": float(gap.gap),
+                         "fractional_rows": float(gap.fractional_rows),
+                         "iterations": int(best.n_iter), "fw_gap": float(best.gap),
+                         "best_init": "spectral" if int(jnp.argmin(every.objective)) == 0
+                         else "random",
+                         "gap_bound": _gap_bound(n, fit.C)})
+            if name == "srgw":
+                sc, t_sc = run(f"sc{K}", lambda A, z: model.block_fit(A, z, K), A, z_spec)
+                mse, _ = run("mse", mse_offdiag, sc.P_hat, P)
+                rows.append({**base, "estimator": "sc", "mse": float(mse),
+                             "ari": _ari(z_true, sc.z), "time_s": t_spec + t_sc})
+                srgw_row = rows[-2]
+                if val_errors and K == K_theory:  # validation kept the theory K: same fit
+                    rows.append({**srgw_row, "estimator": "srgw_ktheory"})
         for name, estimator in baselines(cfg, K).items():
-            out, secs = timed(estimator, A, k_base)
-            rows.append({**base, "estimator": name, "mse": float(mse_offdiag(out.P_hat, P)),
+            out, secs = run(f"{name}{K}", estimator, A, k_base)
+            mse, _ = run("mse", mse_offdiag, out.P_hat, P)
+            rows.append({**base, "estimator": name, "mse": float(mse),
                          "ari": _ari(z_true, out.z), "time_s": secs})
         if progress:
-            r = rows[-5]
-            print(f"srgw {family} seed {seed} n={n} K={K}: mse={r['mse']:.3g} "
-                  f"({r['time_s']:.2f}s, {r['iterations']} it)", flush=True)
+            r = srgw_row
+            print(f"srgw {family} n={n} seed {seed} K={K}: mse={r['mse']:.3g} "
+                  f"({r['time_s']:.2f}s, {r['iterations']} it"
+                  + (f"; K chosen from {sorted(val_errors)} in {t_select:.1f}s" if val_errors
+                     else "") + ")", flush=True)
     return rows
 
 
@@ -304,6 +403,24 @@ def fit_real_networks(cfg, seed: int) -> tuple[list[dict], dict[str, np.ndarray]
 
 
 # ----------------------------------------------------------------------------- summaries
+
+
+def k_choice_rows(fits: list[dict]) -> list[dict]:
+    """Per (family, n): the rate-theory K, the K srGW used on each seed (validation or theory)
+    and how often each value was chosen."""
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in fits:
+        if r["estimator"] == "srgw":
+            groups.setdefault((str(r["family"]), int(r["n"])), []).append(r)
+    rows = []
+    for (family, n), rs in groups.items():
+        ks = [int(r["K"]) for r in sorted(rs, key=lambda r: int(r["seed"]))]
+        values, counts = np.unique(ks, return_counts=True)
+        rows.append({"family": family, "n": n, "K_theory": int(rs[0]["K_theory"]),
+                     "K_median": float(np.median(ks)),
+                     "K_counts": " ".join(f"{v}x{c}" for v, c in zip(values, counts)),
+                     "K_by_seed": " ".join(map(str, ks))})
+    return rows
 
 
 def theory_rate(kind: str, n: np.ndarray, K: np.ndarray) -> np.ndarray:

@@ -11,7 +11,8 @@ from matplotlib import ticker as plt_ticker
 from repro26.core import io, plotting
 from repro26.srgw import evaluate
 
-COLORS = {"srgw": "C0", "usvt": "C1", "sas": "C2", "nh": "C3", "sc": "C4", "pot": "C5"}
+COLORS = {"srgw": "C0", "usvt": "C1", "sas": "C2", "nh": "C3", "sc": "C4", "pot": "C5",
+          "srgw_ktheory": "C0"}
 
 
 def _fits(run) -> dict[str, np.ndarray]:
@@ -43,8 +44,9 @@ def error_vs_n(run) -> None:
     table = _fits(run)
     fams = _families(table)
     sbms = [f for f in fams if table["kind"][table["family"] == f][0] == "sbm"]
-    ncols = 3
+    ncols = max(3, len(sbms))
     nrows = -(-len(fams) // ncols) + (1 if sbms else 0)
+    first_graphon = next((f for f in fams if f not in sbms), None)
     fig, axes = plotting.subplots(nrows, ncols, width=3.6, height=3.0)
     for ax in axes.ravel():
         ax.set_visible(False)
@@ -54,21 +56,27 @@ def error_vs_n(run) -> None:
         for est in evaluate.ESTIMATORS:
             ns, vals = evaluate.pivot(table, "mse", family=fam, estimator=est)
             _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
-        ns, K = evaluate.pivot(table, "K", family=fam, estimator="srgw")
         kind = table["kind"][table["family"] == fam][0]
+        validated = kind != "sbm" and run.cfg.k_rule == "validation"
+        if validated:
+            ns, alt = evaluate.pivot(table, "mse", family=fam, estimator="srgw_ktheory")
+            _ci_line(ax, ns, alt, evaluate.ESTIMATOR_LABELS["srgw_ktheory"], COLORS["srgw"],
+                     ls=":")
+        ns, K = evaluate.pivot(table, "K_theory", family=fam, estimator="srgw")
         rate = evaluate.theory_rate(kind, ns, K[0])
         _, ours = evaluate.pivot(table, "mse", family=fam, estimator="srgw")
         anchor = np.nanmean(ours[:, 0]) / rate[0]
         ax.plot(ns, anchor * rate, "k--", lw=1, label="minimax rate (scaled)")
         _n_axis(ax, ns)
         ax.set_yscale("log")
-        ax.set_title(f"{fam} (K={'true' if kind == 'sbm' else 'ceil(c n^b)'})")
+        rule = "true" if kind == "sbm" else ("validation" if validated else "ceil(c n^b)")
+        ax.set_title(f"{fam} (K: {rule})", fontsize=9)
         ax.set_ylabel("MSE of P̂")
-        if i == 0:
+        if i == 0 or (validated and fam == first_graphon):
             ax.legend(fontsize=6)
     if sbms:
         base = (nrows - 1) * ncols
-        for j, fam in enumerate(sbms[:ncols]):
+        for j, fam in enumerate(sbms):
             ax = axes.ravel()[base + j]
             ax.set_visible(True)
             for est in ("srgw", "sas", "nh", "sc"):
@@ -76,7 +84,7 @@ def error_vs_n(run) -> None:
                 _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
             _n_axis(ax, ns)
             ax.set_ylim(-0.05, 1.05)
-            ax.set_title(f"{fam}: block recovery")
+            ax.set_title(f"{fam}: block recovery", fontsize=9)
             ax.set_ylabel("ARI")
     fig.subplots_adjust(hspace=0.6, wspace=0.35)
     fig.suptitle("Estimation error vs n (mean, 95% CI over seeds)")
@@ -128,8 +136,12 @@ def time_vs_n(run) -> None:
             ns, ours = evaluate.pivot(pot, "ours_time_s", family=fam)
             _, ref = evaluate.pivot(pot, "pot_time_s", family=fam)
             ls = "-" if j == 0 else ":"
-            _ci_line(ax, ns, ours, f"ours ({fam})", COLORS["srgw"], ls=ls)
-            _ci_line(ax, ns, ref, f"POT ({fam})", COLORS["pot"], ls=ls)
+            # few POT seeds: mean line and every instance as a dot (a t-CI over 2 seeds is
+            # uninformative)
+            for vals, who, color in ((ours, "ours", COLORS["srgw"]), (ref, "POT", COLORS["pot"])):
+                ax.plot(ns, np.nanmean(vals, 0), color=color, ls=ls, marker="o", ms=3,
+                        label=f"{who} ({fam}), mean of {len(vals)} seeds")
+                ax.scatter(np.broadcast_to(ns, vals.shape), vals, color=color, s=6, alpha=0.6)
         _n_axis(ax, np.unique(pot["n"]))
     ax.set_yscale("log")
     ax.set_ylabel("wall time to tolerance (s)")
