@@ -21,6 +21,7 @@ import mujoco
 
 from benchmarks.runner import compare, median_time
 from repro26.rat_ncap import body
+from repro26.rat_ncap import rodent as rodent_mod
 from repro26.rat_ncap.es import OpenAIES
 from repro26.rat_ncap.losses import RewardSpec, population_fitness
 from repro26.rat_ncap.model import RatNCAP
@@ -50,14 +51,13 @@ def env_steps(batch: int, steps: int) -> None:
     row = compare(f"env-steps: MJX vmap {batch} x {steps} vs CPU MuJoCo", ours, reference, repeats=3)
     n = batch * steps
     print(f"  MJX {n / row['ours_s']:,.0f} env-steps/s   CPU MuJoCo {n / row['reference_s']:,.0f} env-steps/s")
-    try:
-        rodent = body.full_rodent_model()
-    except ImportError as err:
-        print(f"  full rodent skipped: {err}")
+    if not rodent_mod.dm_control_available():
+        print("  full rodent skipped: optional extra (pip install dm-control)")
         return
+    rodent = rodent_mod.rodent_model()
     rd = mujoco.MjData(rodent)
     t = median_time(lambda: [mujoco.mj_step(rodent, rd) for _ in range(2000)], repeats=3)
-    print(f"  dm_control rodent, CPU MuJoCo: {2000 / t:,.0f} env-steps/s")
+    print(f"  dm_control rodent on a floor, CPU MuJoCo: {2000 / t:,.0f} env-steps/s")
 
 
 def es_generations(pop: int) -> None:

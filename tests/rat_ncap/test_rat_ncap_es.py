@@ -88,3 +88,16 @@ def test_openai_es_update_matches_evosax():
     shaped = centered_ranks(quadratic(x))
     g = antithetic_gradient(eps, shaped[: pop // 2], shaped[pop // 2:], 0.2)
     np.testing.assert_allclose(new_ref.mean - 1.0, g, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("strategy", [
+    OpenAIES(pop_size=4), RefinedES(pop_size=4, groups=(0, 0, 1, 1, 1)), DiagCMAES(pop_size=4),
+])
+def test_state_types_are_invariant_under_tell(strategy):
+    """``init`` and ``tell`` return states of identical shapes, dtypes and weak types, so the
+    training chunk compiles once (a weak-typed initial leaf forced a second compile)."""
+    state = strategy.init(jnp.zeros(5))
+    new = strategy.tell(state, strategy.ask(state, jax.random.PRNGKey(0)), jnp.arange(4.0))
+    avals = lambda s: [jax.typeof(a) for a in jax.tree.leaves(s)]  # noqa: E731
+    assert jax.tree.structure(state) == jax.tree.structure(new)
+    assert avals(state) == avals(new)

@@ -40,6 +40,11 @@ def test_smoke_end_to_end(tmp_path):
         png = tmp_path / "figures" / f"{fig}.png"
         _stage(f"figure_{fig}", "--input", *tables, "--out", str(png))
         assert png.stat().st_size > 0 and png.with_suffix(".pdf").is_file()
+    # full-rodent transfer: runs with the optional extra dm-control, else a one-row table saying so
+    rodent_csv = tmp_path / "rodent.csv"
+    _stage("rodent", "--input", str(runs["ncap-torque-refined"]), "--out", str(rodent_csv))
+    _stage("figure_rodent_transfer", "--input", str(rodent_csv), "--out", str(tmp_path / "figures" / "rodent.png"))
+    assert "status" in rodent_csv.read_text()
     _stage("claims", "--input", *evals, "--out", str(tmp_path / "claims.json"))
     claims = json.loads((tmp_path / "claims.json").read_text())
     assert [c["id"] for c in claims["claims"]] == ["locomotion_speeds", "interface_trainability",

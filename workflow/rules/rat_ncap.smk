@@ -5,7 +5,7 @@ RN_CFG = method_config(RN)
 RN_VARIANTS = RN_CFG["variants"]
 RN_SEEDS = RN_CFG["seeds"]
 RN_FIGURE_NAMES = ("learning_curves", "gait_vs_speed", "interfaces", "ablations", "params_vs_reward")
-RN_FIGURES = [out(RN, "figures", f"{name}.png") for name in RN_FIGURE_NAMES]
+RN_FIGURES = [out(RN, "figures", f"{name}.png") for name in (*RN_FIGURE_NAMES, "rodent_transfer")]
 RN_EVALS = [out(RN, "eval", f"{v}.csv") for v in RN_VARIANTS]
 RN_HISTORIES = [out(RN, "runs", v, f"seed{s}.csv") for v in RN_VARIANTS for s in RN_SEEDS]
 METHOD_FIGURES[RN] = RN_FIGURES
@@ -83,6 +83,40 @@ rule rat_ncap_figure:
         ENV
     shell:
         stage(RN, "figure_{wildcards.figure}", "--input {input.tables} --out {output.png}") + " > {log} 2>&1"
+
+
+rule rat_ncap_rodent:
+    """Learned NCAP circuits driving dm_control's full rodent (CPU MuJoCo); a one-row table
+    saying so when the optional extra dm-control is not installed."""
+    input:
+        cfg=out(RN, "config.json"),
+        runs=[out(RN, "runs", v, f"seed{s}.json") for v in RN_CFG["rodent_variants"] for s in RN_SEEDS],
+    output:
+        out(RN, "rodent.csv"),
+    log:
+        log_path(RN, "rodent"),
+    threads: THREADS
+    conda:
+        ENV
+    shell:
+        stage(RN, "rodent", "--no-progress --input {input.runs} --out {output}") + " > {log} 2>&1"
+
+
+rule rat_ncap_figure_rodent:
+    """Distance, uprightness and stepping of the full rodent driven by the transferred circuit."""
+    input:
+        cfg=out(RN, "config.json"),
+        table=out(RN, "rodent.csv"),
+    output:
+        png=report(out(RN, "figures", "rodent_transfer.png"), caption="../report/rat_ncap/rodent_transfer.rst", category=RN),
+        pdf=out(RN, "figures", "rodent_transfer.pdf"),
+    log:
+        log_path(RN, "figure_rodent_transfer"),
+    threads: 1
+    conda:
+        ENV
+    shell:
+        stage(RN, "figure_rodent_transfer", "--input {input.table} --out {output.png}") + " > {log} 2>&1"
 
 
 rule rat_ncap_claims:

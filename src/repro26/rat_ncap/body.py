@@ -146,11 +146,15 @@ class Env:
     joint_range: np.ndarray  # (N_JOINTS, 2)
 
     def reset(self, key: jax.Array, noise: float = 0.0) -> mjx.Data:
-        """Standing posture; joint angles perturbed by ``noise`` (rad, uniform)."""
+        """Standing posture; joint angles perturbed by ``noise`` (rad, uniform).
+
+        Only ``qpos`` is set: ``mjx.step`` recomputes every derived quantity (kinematics,
+        contacts, forces) from ``qpos``/``qvel`` before it integrates, so running
+        ``mjx.forward`` here would add a second copy of the whole pipeline to every compiled
+        rollout without changing the trajectory (beyond float rounding)."""
         data = mjx.make_data(self.model)
         dq = noise * jax.random.uniform(key, (N_JOINTS,), minval=-1.0, maxval=1.0)
-        qpos = jnp.asarray(self.init_qpos).at[7:].add(dq)
-        return mjx.forward(self.model, data.replace(qpos=qpos))
+        return data.replace(qpos=jnp.asarray(self.init_qpos).at[7:].add(dq))
 
     def step(self, data: mjx.Data, ctrl: Float[Array, "16"]) -> mjx.Data:
         return mjx.step(self.model, data.replace(ctrl=ctrl))
@@ -203,20 +207,4 @@ def make_env(timestep: float = 0.004) -> Env:
     m = mj_model(timestep)
     gear = m.actuator_gear[0::2, 0].copy()
     return Env(mjx.put_model(m), timestep, settled_qpos(timestep), gear, m.jnt_range[1:].copy())
-
-
-def full_rodent_model() -> mujoco.MjModel:
-    """dm_control's full rodent (CPU MuJoCo only) for cross-body evaluation; optional extra.
-
-    Needs the ``dm-control`` package (``pip install dm-control``); raises ``ImportError`` with
-    that message when it is missing. The main pipeline never needs it.
-    """
-    try:
-        import dm_control
-    except ImportError as err:  # pragma: no cover - optional extra
-        raise ImportError("the full rodent needs the optional extra: pip install dm-control") from err
-    import pathlib
-
-    path = pathlib.Path(dm_control.__file__).parent / "locomotion/walkers/assets/rodent.xml"
-    return mujoco.MjModel.from_xml_path(str(path))
 

@@ -35,6 +35,8 @@ class Config:
                                  "mlpeq-torque-refined", "ncap-torque-openai", "ncap-torque-cma")
     main_variant: str = "ncap-torque-refined"
     mlp_variant: str = "mlp-torque-refined"
+    rodent_variants: tuple[str, ...] = ("ncap-torque-refined", "ncap-ep-refined")
+    rodent_s: float = 4.0
     timestep: float = 0.004
     episode_s: float = 2.0
     train_speeds: tuple[float, ...] = (0.1, 0.2, 0.3)
@@ -63,6 +65,12 @@ def _check(cfg: Config) -> None:
     for field in ("main_variant", "mlp_variant"):
         if getattr(cfg, field) not in cfg.variants:
             raise ConfigError(f"{field}: {getattr(cfg, field)!r} must be one of variants")
+    for name in cfg.rodent_variants:
+        if name not in cfg.variants or not name.startswith("ncap"):
+            raise ConfigError(f"rodent_variants: {name!r} must be an NCAP variant listed in variants")
+    if cfg.generations % cfg.chunk:
+        raise ConfigError(f"generations: must be a multiple of chunk ({cfg.chunk}) so that one "
+                          f"compiled chunk serves the whole run, got {cfg.generations}")
     if cfg.pop_size < 4 or cfg.pop_size % 2:
         raise ConfigError(f"pop_size: must be an even integer >= 4, got {cfg.pop_size}")
     if len(cfg.eval_speeds) < 1 or min(cfg.eval_speeds + cfg.train_speeds) <= 0:
@@ -76,21 +84,21 @@ def _history_path(out):
 
 
 def stage_speed(run) -> None:
-    """Env-steps/s of the MJX body (vmapped), of CPU MuJoCo on it and on the full rodent."""
+    """Env-steps/s of the MJX body (vmapped; with its compile time), of CPU MuJoCo on it and,
+    when the optional extra dm-control is installed, of the full rodent standing on a floor."""
     from repro26.core.io import write_table
-    from repro26.rat_ncap import body, evaluate
+    from repro26.rat_ncap import body, evaluate, rodent
 
     cfg = run.cfg
     env = body.make_env(cfg.timestep)
     rows = [evaluate.env_speed(env, cfg.bench_batch, cfg.bench_steps)]
     rows.append({"body": "rat_v2_analogue (CPU MuJoCo, 1 env)", "batch": 1, "steps": 2000,
                  "env_steps_per_s": evaluate.cpu_speed(body.mj_model(cfg.timestep), 2000)})
-    try:
-        rodent = body.full_rodent_model()
-        rows.append({"body": "dm_control rodent (CPU MuJoCo, 1 env)", "batch": 1, "steps": 2000,
-                     "env_steps_per_s": evaluate.cpu_speed(rodent, 2000)})
-    except ImportError as err:
-        print(f"rat_ncap speed: full rodent skipped ({err})")
+    if rodent.dm_control_available():
+        rows.append({"body": "dm_control rodent on a floor (CPU MuJoCo, 1 env)", "batch": 1, "steps": 2000,
+                     "env_steps_per_s": evaluate.cpu_speed(rodent.rodent_model(), 2000)})
+    else:
+        print("rat_ncap speed: full rodent skipped (optional extra: pip install dm-control)")
     write_table(run.out, rows, run.meta(total_mass_kg=body.total_mass(cfg.timestep)))
 
 
@@ -139,6 +147,41 @@ def stage_evaluate(run) -> None:
     write_table(run.out, rows, run.meta())
 
 
+def stage_rodent(run) -> None:
+    """Learned NCAP circuits driving dm_control's full rodent (CPU MuJoCo), no retraining.
+
+    Without the optional extra ``dm-control`` the table holds one row saying so (the default
+    install does not include it)."""
+    import jax
+    import numpy as np
+
+    from repro26.core.io import read_json, write_table
+    from repro26.rat_ncap import rodent
+    from repro26.rat_ncap.train import build_policy, parse_variant
+
+    cfg = run.cfg
+    _check(cfg)
+    if not rodent.dm_control_available():
+        write_table(run.out, [{"variant": "none", "seed": -1, "v_cmd": float("nan"),
+                               "status": "dm-control not installed (pip install dm-control)"}], run.meta())
+        return
+    m = rodent.rodent_model()
+    rows = []
+    hold = rodent.run_transfer(None, np.zeros((1, 1)), (), cfg.rodent_s, cfg.timestep, jax.random.PRNGKey(0))
+    for r in hold:
+        del r["params_row"]
+    rows += [{"variant": "hold", "seed": -1, "status": "ok", **r} for r in hold]
+    for name in cfg.rodent_variants:
+        runs = [read_json(run.input(f"{name}/seed{s}.json")) for s in cfg.seeds]
+        params = np.stack([np.asarray(r["params"], np.float32) for r in runs])
+        policy = build_policy(parse_variant(name), cfg)
+        out = rodent.run_transfer(policy, params, cfg.eval_speeds, cfg.rodent_s, cfg.timestep,
+                                  jax.random.PRNGKey(12345))
+        rows += [{"variant": name, "seed": cfg.seeds[r.pop("params_row")], "status": "ok", **r} for r in out]
+    write_table(run.out, rows, run.meta(rodent_nq=int(m.nq), rodent_nu=int(m.nu),
+                                        rodent_mass_kg=float(np.sum(m.body_mass))))
+
+
 def _figure(name):
     def stage(run) -> None:
         from repro26.rat_ncap import figures
@@ -164,5 +207,7 @@ STAGES = {
     "figure_interfaces": _figure("interfaces"),
     "figure_ablations": _figure("ablations"),
     "figure_params_vs_reward": _figure("params_vs_reward"),
+    "rodent": stage_rodent,
+    "figure_rodent_transfer": _figure("rodent_transfer"),
     "claims": stage_claims,
 }

@@ -167,3 +167,42 @@ def params_vs_reward(run) -> None:
     ax.set_ylabel("eval reward / step (mean over speeds)")
     ax.legend(fontsize=6)
     save(fig, Path(run.out))
+
+
+def rodent_transfer(run) -> None:
+    """The full dm_control rodent driven by the transferred circuits (see rat_ncap.rodent)."""
+    t = read_table(run.inputs[0])
+    fig, axes = subplots(1, 3, width=3.6)
+    if not np.all(t["status"] == "ok"):
+        for ax in axes[0]:
+            ax.set_axis_off()
+        axes[0, 1].text(0.5, 0.5, str(t["status"][0]), ha="center", va="center", fontsize=8)
+        save(fig, Path(run.out))
+        return
+    hold = t["variant"] == "hold"
+    columns = (("distance_m", "distance travelled (m)"), ("upright_frac", "fraction of time upright"),
+               ("stride_freq", "stride frequency (Hz)"))
+    for k, (column, label) in enumerate(columns):
+        ax = axes[0, k]
+        for i, name in enumerate(v for v in dict.fromkeys(t["variant"]) if v != "hold"):
+            sel = t["variant"] == name
+            speeds = np.unique(t["v_cmd"][sel])
+            seeds = np.unique(t["seed"][sel])
+            y = np.array([[_float(t[column][sel & (t["seed"] == s) & (t["v_cmd"] == v)][0]) for v in speeds]
+                          for s in seeds])
+            if np.isfinite(y).any():
+                _errorbar(ax, speeds + 0.004 * i, y, color=f"C{i}", label=name)
+            else:
+                ax.text(0.5, 0.6 - 0.1 * i, f"{name}: no stepping", fontsize=7, ha="center",
+                        color=f"C{i}", transform=ax.transAxes)
+        if column != "stride_freq":
+            ax.axhline(_float(t[column][hold][0]), color="k", ls="--", lw=1, label="hold posture (no circuit)")
+        ax.set_xlabel("commanded speed (m/s)")
+        ax.set_ylabel(label)
+        ax.set_xlim(min(run.cfg.eval_speeds) - 0.05, max(run.cfg.eval_speeds) + 0.05)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6)
+    axes[0, 1].set_ylim(0, 1.05)
+    fig.suptitle(f"full dm_control rodent, NCAP transferred without retraining ({run.cfg.rodent_s:g} s episodes; "
+                 "mean, 95% CI over seeds)", fontsize=8)
+    save(fig, Path(run.out))

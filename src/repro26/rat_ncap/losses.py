@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
@@ -39,49 +40,70 @@ def _obs(data, q, qd, q0, v_cmd):
                             0.1 * data.qvel[3:6], jnp.atleast_1d(v_cmd)])
 
 
-def episode(policy: Policy, env: body.Env, flat: Float[Array, " P"], key: jax.Array,
-            v_cmd: Float[Array, ""], n_steps: int, spec: RewardSpec, record_every: int = 0):
-    """Run one episode; returns ``(fitness, trace)``.
+def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: jax.Array,
+            v_cmd: Float[Array, " B"], n_steps: int, spec: RewardSpec,
+            masks: Float[Array, "B 19"] | None = None, record_every: int = 0):
+    """Run a batch of ``B`` episodes side by side; returns ``(fitness (B,), trace)``.
 
-    ``trace`` (only when ``record_every`` > 0) holds every ``record_every``-th step: joint
-    angles ``q`` (8), paw heights above contact ``paw`` (4), trunk ``vx``, ``x``, ``up`` and
-    the ``alive`` flag.
+    Episode ``b`` uses the flat parameters ``params[b]``, the key ``keys[b]``, the commanded
+    speed ``v_cmd[b]`` and (NCAP only) the population gains ``masks[b]`` (ablations).
+
+    Compile-time structure: one ``lax.scan`` over time whose body is the *batched* env step
+    (``vmap`` inside the scan). Putting the scan inside nested ``vmap``s instead (one per
+    candidate, speed, seed, condition) makes JAX re-trace the MJX step once per batching level
+    and fixed-point pass of the scan's batching rule, which dominated trace and compile time.
+
+    ``trace`` (only when ``record_every`` > 0) holds every ``record_every``-th step, leading
+    axes (B, T): joint angles ``q`` (8), paw heights above contact ``paw`` (4), trunk ``vx``,
+    ``x``, ``up`` and the ``alive`` flag.
     """
-    k_env, k_pol = jax.random.split(key)
-    data = env.reset(k_env, spec.reset_noise)
     q0 = jnp.asarray(env.init_qpos[7:])
     paw_ids = jnp.asarray(body.paw_geom_ids(env.dt))
     paw_r = jnp.asarray(body.paw_radii(env.dt))
-    carry0 = (data, policy.init_state(k_pol), jnp.zeros(()), jnp.ones((), bool), jnp.zeros(()))
+    masked = masks is not None and not isinstance(policy, MLPPolicy)
 
-    def step(carry, t):
+    def init(key):
+        k_env, k_pol = jax.random.split(key)
+        return (env.reset(k_env, spec.reset_noise), policy.init_state(k_pol), jnp.zeros(()),
+                jnp.ones((), bool), jnp.zeros(()))
+
+    def one_step(carry, flat, v, mask):
         data, pstate, vbar, alive, total = carry
         q, qd = body.joint_state(data)
         if isinstance(policy, MLPPolicy):
-            pstate, (f, e) = policy(flat, pstate, _obs(data, q, qd, q0, v_cmd))
+            pstate, (f, e) = policy(flat, pstate, _obs(data, q, qd, q0, v))
         else:
-            pstate, (f, e) = policy(flat, pstate, q, qd, q0, v_cmd, env.dt)
+            pol = eqx.tree_at(lambda p: p.mask, policy, mask, is_leaf=lambda x: x is None) if masked else policy
+            pstate, (f, e) = pol(flat, pstate, q, qd, q0, v, env.dt)
         ctrl = interface_ctrl(policy.interface, f, e, q, qd, q0)
         data = env.step(data, ctrl)
         ts = body.trunk_state(data)
         vbar = vbar + env.dt / 0.25 * (ts["vx"] - vbar)
         finite = jnp.all(jnp.isfinite(data.qpos)) & jnp.all(jnp.isfinite(data.qvel))
         alive = alive & finite & (ts["height"] > 0.03) & (ts["up"] > 0.5)
-        r = (spec.w_track * jnp.exp(-(((vbar - v_cmd) / spec.sigma_v) ** 2)) + spec.w_up * ts["up"]
+        r = (spec.w_track * jnp.exp(-(((vbar - v) / spec.sigma_v) ** 2)) + spec.w_up * ts["up"]
              - spec.w_energy * jnp.mean(ctrl**2))
         total = total + jnp.where(alive, jnp.nan_to_num(r), 0.0)
         rec = {"q": q, "paw": body.paw_heights(data, paw_ids) - paw_r, "vx": ts["vx"], "x": ts["x"],
                "up": ts["up"], "alive": alive}
         return (data, pstate, vbar, alive, total), rec
 
+    batched = jax.vmap(one_step, (0, 0, 0, 0 if masked else None))
+    mask_arg = masks if masked else None
+
+    def step(carry, _):
+        return batched(carry, params, v_cmd, mask_arg)
+
+    carry0 = jax.vmap(init)(keys)
     if record_every:
-        def outer(carry, t):
-            carry, recs = jax.lax.scan(step, carry, t * record_every + jnp.arange(record_every))
+        def outer(carry, _):
+            carry, recs = jax.lax.scan(step, carry, None, length=record_every)
             return carry, jax.tree.map(lambda a: a[-1], recs)
 
-        carry, trace = jax.lax.scan(outer, carry0, jnp.arange(n_steps // record_every))
+        carry, trace = jax.lax.scan(outer, carry0, None, length=n_steps // record_every)
+        trace = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), trace)
     else:
-        carry, trace = jax.lax.scan(step, carry0, jnp.arange(n_steps))
+        carry, _ = jax.lax.scan(lambda c, t: (step(c, t)[0], None), carry0, None, length=n_steps)
         trace = None
     return carry[4] / n_steps, trace
 
@@ -90,11 +112,9 @@ def population_fitness(policy: Policy, env: body.Env, params: Float[Array, "N P"
                        speeds: Float[Array, " S"], n_steps: int, spec: RewardSpec) -> Float[Array, " N"]:
     """Fitness of every candidate: mean episode reward over the commanded ``speeds``.
 
-    All candidates share the episode keys of a generation (common random numbers)."""
-    keys = jax.random.split(key, speeds.shape[0])
-
-    def one(flat):
-        fit, _ = jax.vmap(lambda k, v: episode(policy, env, flat, k, v, n_steps, spec))(keys, speeds)
-        return jnp.mean(fit)
-
-    return jax.vmap(one)(params)
+    All candidates share the episode keys of a generation (common random numbers). The
+    ``N x S`` episodes run as one flat batch of :func:`rollout`."""
+    n, s = params.shape[0], speeds.shape[0]
+    keys = jnp.tile(jax.random.split(key, s), (n, 1))
+    fit, _ = rollout(policy, env, jnp.repeat(params, s, axis=0), keys, jnp.tile(speeds, n), n_steps, spec)
+    return jnp.mean(fit.reshape(n, s), axis=1)

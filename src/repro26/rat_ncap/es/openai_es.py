@@ -56,7 +56,7 @@ class OpenAIES(Strategy):
         return jnp.zeros(n, jnp.int32) if self.groups is None else jnp.asarray(self.groups, jnp.int32)
 
     def init(self, mean):
-        return OpenAIESState(mean, jnp.full(self.n_groups, jnp.log(self.sigma0)),
+        return OpenAIESState(mean, jnp.full(self.n_groups, jnp.log(self.sigma0), jnp.float32),
                              self._optimizer().init(mean), jnp.zeros((), jnp.int32))
 
     def sigma_vector(self, state):

@@ -33,7 +33,7 @@ class RefinedES(OpenAIES):
     patience: int = eqx.field(static=True, default=10)
 
     def init(self, mean):
-        return RefinedESState(super().init(mean), mean, jnp.asarray(-jnp.inf), jnp.zeros((), jnp.int32),
+        return RefinedESState(super().init(mean), mean, jnp.asarray(-jnp.inf, jnp.float32), jnp.zeros((), jnp.int32),
                               jnp.zeros((), jnp.int32))
 
     def sigma(self, state):
