@@ -39,6 +39,17 @@ def _empty(ax, text: str) -> None:
     ax.set_axis_off()
 
 
+def _tasks_of(table, dynamics: str) -> list[str]:
+    return sorted({t for t in table.get("task", []) if _dynamics(t) == dynamics})
+
+
+def _save_empty(fig, axes, out: Path, text: str) -> None:
+    """The figure of a task kind this scale does not run: every panel says so."""
+    for ax in axes.ravel():
+        _empty(ax, text)
+    plotting.save(fig, out)
+
+
 def _per_seed(table, task, method, column):
     sel = (table["task"] == task) & (table["method"] == method)
     order = np.argsort(table["seed"][sel])
@@ -63,12 +74,9 @@ def linear_recovery(cfg, inputs: list[Path], out: Path) -> None:
     """Experiment 1: exact posterior means vs NBFFG/BFFG, and the ELBO gap to exact log p(y)."""
     table = eval_table(inputs)
     fig, axes = plotting.subplots(1, 2, width=3.6)
-    tasks = sorted({t for t in table.get("task", []) if _dynamics(t) == "linear"})
+    tasks = _tasks_of(table, "linear")
     if not tasks:
-        _empty(axes[0, 0], "no linear task")
-        _empty(axes[0, 1], "no linear task")
-        plotting.save(fig, out)
-        return
+        return _save_empty(fig, axes, out, "no linear task")
     task = tasks[0]
     nodes = _concat([p for p in inputs if p.name.endswith("_nodes.csv") and p.parent.name == task])
     ax = axes[0, 0]
@@ -109,10 +117,7 @@ def elbo_ess(cfg, inputs: list[Path], out: Path) -> None:
     tasks = sorted({t for t in table.get("task", []) if _dynamics(t) != "linear"})
     fig, axes = plotting.subplots(1, 2, width=max(3.4, 0.9 * len(tasks) + 1.5))
     if not tasks:
-        _empty(axes[0, 0], "no nonlinear task")
-        _empty(axes[0, 1], "no nonlinear task")
-        plotting.save(fig, out)
-        return
+        return _save_empty(fig, axes, out, "no nonlinear task")
     ax = axes[0, 0]
     gains = [_per_seed(table, t, "nbffg", "elbo") - _per_seed(table, t, "bffg", "elbo") for t in tasks]
     means, halves = zip(*(mean_ci(g) for g in gains))
@@ -156,13 +161,10 @@ def posterior_error(cfg, inputs: list[Path], out: Path) -> None:
 def shapes(cfg, inputs: list[Path], out: Path) -> None:
     """Experiment 3: ancestral landmark shapes (one seed) and reconstruction error over seeds."""
     table = eval_table(inputs)
-    tasks = sorted({t for t in table.get("task", []) if _dynamics(t) == "shapes"})
+    tasks = _tasks_of(table, "shapes")
     fig, axes = plotting.subplots(1, 5, width=2.9, height=2.6)
     if not tasks:
-        for ax in axes[0]:
-            _empty(ax, "no shape task")
-        plotting.save(fig, out)
-        return
+        return _save_empty(fig, axes, out, "no shape task")
     task = tasks[0]
     files = sorted(p for p in inputs if p.name.endswith("_nodes.csv") and p.parent.name == task)
     nodes = io.read_table(files[0])
@@ -248,13 +250,10 @@ def discrete(cfg, inputs: list[Path], out: Path) -> None:
     of every method vs the exact ones (first task, all seeds); (b) ELBO gap to the exact
     evidence over NBFFG training, with the evaluated NBFFG/BFFG gaps; (c) RMSE of the marginals."""
     table = eval_table(inputs)
-    tasks = sorted({t for t in table.get("task", []) if _dynamics(t) == "ctmc"})
+    tasks = _tasks_of(table, "ctmc")
     fig, axes = plotting.subplots(1, 3, width=3.6, height=3.1)
     if not tasks:
-        for ax in axes[0]:
-            _empty(ax, "no discrete (ctmc) task")
-        plotting.save(fig, out)
-        return
+        return _save_empty(fig, axes, out, "no discrete (ctmc) task")
     task = tasks[0]
     nodes = _concat(sorted(p for p in inputs if p.name.endswith("_nodes.csv") and p.parent.name == task))
     ax = axes[0, 0]
