@@ -34,7 +34,7 @@ from repro26.rat_ncap.model import POPULATIONS, MLPPolicy, silence_mask
 #: XLA CPU options for programs that run once (evaluation): the legacy loop emitters compile
 #: the MJX rollout faster (measured 14.4 -> 11.9 s CPU for the recording rollout, 15.1 -> 9.3 s
 #: without recording) and run it ~30% slower, a good trade for one call; training, which runs
-#: its program for minutes, keeps the defaults.
+#: its program for minutes, keeps the defaults. Other backends (GPU at `paper`) get no options.
 FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False}
 CONDITIONS: tuple[str, ...] = ("intact", *POPULATIONS)  # intact and one ablation per population
 PAIRS = {"lr_hind": (2, 3), "lr_fore": (0, 1), "homolateral": (2, 0), "diagonal": (2, 1)}
@@ -120,7 +120,7 @@ def rollout_traces(policy, env: body.Env, params: np.ndarray, speeds, n_steps: i
     batch = (jnp.asarray(params)[idx_s], keys, jnp.asarray(speeds, jnp.float32)[idx_v],
              jnp.asarray(masks)[idx_c])
     run = jax.jit(lambda p, k, v, m: rollout(policy, env, p, k, v, n_steps, spec, m, record_every),
-                  compiler_options=FAST_COMPILE)
+                  compiler_options=FAST_COMPILE if jax.default_backend() == "cpu" else None)
     fit, trace = run(*batch)
     shape = (n_c, n_s, n_v)
     return {"fitness": np.asarray(fit).reshape(shape),
