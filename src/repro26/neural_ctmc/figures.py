@@ -54,27 +54,28 @@ def _sampler_lines(ax, table, corpus, metric, steps):
     ax.set_xlabel("sampling steps")
 
 
+def _metric_panel(ax, table, corpus: str, metric: str, steps, ref_value, ref_label: str,
+                  ylabel: str, title: str) -> None:
+    """One metric vs sampling steps for every method, with the data's value as a dotted line."""
+    _sampler_lines(ax, table, corpus, metric, steps)
+    if ref_value is not None:
+        ax.axhline(ref_value, color="k", linestyle=":", label=ref_label)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+
+
 def fig_gen_ppl(run) -> None:
     """Generative perplexity (AR scorer) and sample unigram entropy vs sampling steps (text)."""
     table = io.read_table(run.input("eval.csv"))
     ref = io.read_table(run.input("reference.csv"))
     steps = _steps(table)
     fig, axes = plotting.subplots(1, 2, width=3.8, height=3.0)
-    ax = axes[0, 0]
-    _sampler_lines(ax, table, "text", "gen_ppl", steps)
-    data_ppl = reference(ref, "text", "scorer_val_ppl")
-    if data_ppl is not None:
-        ax.axhline(data_ppl, color="k", linestyle=":", label="held-out text")
-    ax.set_yscale("log")
-    ax.set_ylabel("generative perplexity (AR scorer)")
-    ax.set_title("text: generative perplexity")
-    ax = axes[0, 1]
-    _sampler_lines(ax, table, "text", "entropy", steps)
-    data_ent = reference(ref, "text", "data_unigram_entropy")
-    if data_ent is not None:
-        ax.axhline(data_ent, color="k", linestyle=":", label="held-out text")
-    ax.set_ylabel("unigram entropy per sample (nats)")
-    ax.set_title("text: sample entropy")
+    _metric_panel(axes[0, 0], table, "text", "gen_ppl", steps, reference(ref, "text", "scorer_val_ppl"),
+                  "held-out text", "generative perplexity (AR scorer)", "text: generative perplexity")
+    axes[0, 0].set_yscale("log")
+    _metric_panel(axes[0, 1], table, "text", "entropy", steps,
+                  reference(ref, "text", "data_unigram_entropy"), "held-out text",
+                  "unigram entropy per sample (nats)", "text: sample entropy")
     axes[0, 0].legend(fontsize=6)
     plotting.save(fig, run.out)
 
@@ -85,13 +86,10 @@ def fig_synthetic_nll(run) -> None:
     ref = io.read_table(run.input("reference.csv"))
     steps = _steps(table)
     fig, axes = plotting.subplots(1, 2, width=3.8, height=3.0)
-    ax = axes[0, 0]
-    _sampler_lines(ax, table, "hmm", "exact_nll", steps)
     h = reference(ref, "hmm", "true_entropy_per_token")
-    if h is not None:
-        ax.axhline(h, color="k", linestyle=":", label="true entropy")
-    ax.set_ylabel("exact sample NLL (nats/token)")
-    ax.set_title("synthetic HMM: sample NLL")
+    ax = axes[0, 0]
+    _metric_panel(ax, table, "hmm", "exact_nll", steps, h, "true entropy",
+                  "exact sample NLL (nats/token)", "synthetic HMM: sample NLL")
     ax.legend(fontsize=6)
     ax = axes[0, 1]
     for i, method in enumerate(METHODS):
