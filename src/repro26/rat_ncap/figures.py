@@ -147,7 +147,9 @@ def ablations(run) -> None:
         axes[0, k].set_title(f"{label} phase lag")
         axes[0, k].set_ylabel("distance from 0 (0.5 = alternation)")
         axes[0, k].set_xlabel("silenced population")
-    fig.suptitle(f"{run.cfg.main_variant}: ablations (dots: seeds x speeds with stepping)", fontsize=8, y=1.04)
+    fig.suptitle(f"{run.cfg.main_variant}: ablations (dots: seeds x speeds with stepping;\nbars: "
+                 "mean of their distances; the claim uses the distance of their circular-mean lag)",
+                 fontsize=8, y=1.08)
     save(fig, Path(run.out))
 
 
