@@ -28,6 +28,9 @@ for _method in BUILT_METHODS:
     include: f"workflow/rules/{_method}.smk"
 
 
+include: "workflow/rules/protocol.smk"
+
+
 rule all:
     default_target: True
     input:
@@ -40,16 +43,20 @@ localrules:
 
 
 rule method_config:
-    """The method's config section, where its stages read it. It reruns (and with it the
-    method's whole DAG) only when that section changes."""
+    """The method's config at this scale, resolved and typed, where its stages read it. It
+    reruns (and with it the method's whole DAG) only when this scale's values change."""
     output:
         f"{RESULTS}/{{method}}/config.json",
     params:
-        resolved=lambda w: json.dumps({"scale": SCALE, w.method: config[w.method]}, sort_keys=True),
+        resolved=lambda w: json.dumps(
+            {"scale": SCALE, w.method: {SCALE: method_config(w.method)}}, sort_keys=True
+        ),
     wildcard_constraints:
         method="|".join(BUILT_METHODS) or "NO_METHOD_BUILT",
     log:
         f"{RESULTS}/{{method}}/logs/config.log",
+    benchmark:
+        f"{RESULTS}/{{method}}/benchmarks/config.tsv",
     conda:
         "environment.yml"
     shell:

@@ -47,7 +47,7 @@ def test_report_tables_verdicts_and_figures(tmp_path):
     md, html = tmp_path / "small" / "report.md", tmp_path / "small" / "report.html"
     build_report(files, "small", md, html)
     text = md.read_text()
-    assert "2 methods, 2 claims: 1 held, 1 did not hold." in text
+    assert "2 methods, 2 claims: 1 held, 1 not held, 0 inconclusive." in text
     assert text.index("## kernel_bandits") < text.index("## srgw")
     assert "| **slope**: regret slope below 0.75 | 0.5 | slope: 0.9 | slope < 0.75 | **did not hold** |" in text
     assert "[rate](srgw/figures/rate.png)" in text

@@ -94,6 +94,7 @@ def fake_method(monkeypatch, tmp_path):
     calls = []
     module = SimpleNamespace(Config=Config, STAGES={"train": calls.append})
     monkeypatch.setattr(cli, "load_method", lambda name: module)
+    monkeypatch.setattr(cli, "method_figures", lambda name: {})
     monkeypatch.setattr(cli, "enable_compile_cache", lambda: None)
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"scale": "small", "fake": SECTION}))

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from repro26.core.cli import Run, main, resolve_run_config
-from repro26.core.config import ConfigError
+from repro26.core.cli import main, resolve_run_config, run_stage
+from repro26.core.config import ConfigError, UsageError
 from repro26.srgw import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,16 +18,16 @@ def test_smoke_end_to_end(tmp_path):
     shared by the families, whose graphs have the same shapes."""
     scale, cfg, h = resolve_run_config(cli, "srgw", ROOT / "config" / "config.yaml", "smoke")
 
-    def run(stage, out, inputs=(), seed=None, variant=None):
-        cli.STAGES[stage](Run("srgw", stage, scale, cfg, h, Path(out), seed, variant,
-                              tuple(Path(p) for p in inputs), progress=False))
+    def run(stage, out, inputs=(), seed=None, variant=None, name=None):
+        run_stage("srgw", stage, name=name, cfg=cfg, scale=scale, out=out, seed=seed,
+                  variant=variant, inputs=inputs, progress=False)
 
     run("data", tmp_path / "data")
     fits = []
     for fam in (*cfg.sbms, *cfg.graphons):
         for n in (cfg.sbm_ns if fam in cfg.sbms else cfg.graphon_ns):
             path = tmp_path / "runs" / fam / f"n{n}.csv"
-            run("fit", path, variant=f"{fam}:{n}")
+            run("fit", path, variant=f"family={fam},n={n}")
             fits.append(path)
     run("pot", tmp_path / "pot" / "seed0.csv", seed=0)
     run("real", tmp_path / "real" / "real.csv")
@@ -36,14 +36,15 @@ def test_smoke_end_to_end(tmp_path):
     assert "K_theory" in chosen and "absdiff" in chosen
     tables = [tmp_path / "tables" / "fits.csv", tmp_path / "tables" / "pot.csv"]
     for fig in ("error_vs_n", "gap_vs_n", "time_vs_n"):
-        run(f"figure_{fig}", tmp_path / "figures" / f"{fig}.png", tables)
+        run("figure", tmp_path / "figures" / f"{fig}.png", tables, name=fig)
         assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
-    run("figure_real_networks", tmp_path / "figures" / "real_networks.png",
-        [tmp_path / "real" / "real.csv", tmp_path / "real" / "real.npz"])
+        assert (tmp_path / "figures" / f"{fig}.rst").read_text().startswith("Experiment")
+    run("figure", tmp_path / "figures" / "real_networks.png",
+        [tmp_path / "real" / "real.csv", tmp_path / "real" / "real.npz"], name="real_networks")
     run("claims", tmp_path / "claims.json", tables)
     claims = json.loads((tmp_path / "claims.json").read_text())
     assert [c["id"] for c in claims["claims"]] == ["gap_rate", "minimax_rate", "pot_agreement"]
-    assert all(isinstance(c["holds"], bool) for c in claims["claims"])
+    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
     pot = claims["claims"][2]["measured"]["by_n"]
     assert all(v["objective_ratio_max"] < 1.01 for v in pot.values())
 
@@ -58,14 +59,12 @@ def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
     assert len(err) == 1 and "max_iter" in err[0]
 
 
-def test_fit_variant_must_name_family_and_n(tmp_path):
-    from repro26.core.config import UsageError
-
-    scale, cfg, h = resolve_run_config(cli, "srgw", ROOT / "config" / "config.yaml", "smoke")
-    for variant in ("absdiff", "absdiff:7", "nope:48"):
-        with pytest.raises(UsageError, match="--variant"):
-            cli.STAGES["fit"](Run("srgw", "fit", scale, cfg, h, tmp_path / "x.csv",
-                                  variant=variant, progress=False))
+@pytest.mark.parametrize("variant", ["absdiff", "family=absdiff", "family=absdiff,n=7",
+                                     "family=nope,n=48", "family=absdiff,n=x"])
+def test_fit_variant_must_name_family_and_n(tmp_path, variant):
+    with pytest.raises(UsageError, match="--variant"):
+        run_stage("srgw", "fit", config=ROOT / "config" / "config.yaml", scale="smoke",
+                  out=tmp_path / "x.csv", variant=variant, progress=False)
 
 
 def test_unknown_graphon_is_a_config_error(tmp_path):
@@ -74,4 +73,4 @@ def test_unknown_graphon_is_a_config_error(tmp_path):
 
     bad = dataclasses.replace(cfg, graphons=("nope",))
     with pytest.raises(ConfigError, match="graphons"):
-        cli.STAGES["data"](Run("srgw", "data", scale, bad, h, tmp_path, progress=False))
+        run_stage("srgw", "data", cfg=bad, scale=scale, out=tmp_path, progress=False)

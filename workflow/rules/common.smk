@@ -8,8 +8,11 @@ from jsonschema.exceptions import best_match
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from repro26.core.config import ConfigError, resolve_section
-from repro26.core.registry import METHODS
+import difflib
+import importlib
+
+from repro26.core.config import ConfigError, UsageError, as_dict, parse_config, resolve_section
+from repro26.core.registry import METHODS, load_method
 
 
 def _fail(message):
@@ -18,18 +21,21 @@ def _fail(message):
     sys.exit(2)
 
 
-def _validate(section, schema, where):
-    """snakemake's validate(); on failure report jsonschema's most relevant error in one line."""
+_TOP_SCHEMA = yaml.safe_load(Path(workflow.basedir, "config/schema.yaml").read_text())
+
+
+def _validate_globals():
+    """snakemake's validate() of the global keys; on failure jsonschema's most relevant error in
+    one line. Method sections are validated by their ``Config`` dataclasses (method_config)."""
     try:
-        validate(section, schema)
+        validate(config, "../../config/schema.yaml")
     except WorkflowError:
-        path = Path(workflow.basedir, "config", Path(schema).relative_to("../../config"))
-        error = best_match(Draft202012Validator(yaml.safe_load(path.read_text())).iter_errors(section))
-        field = ".".join([where, *(str(p) for p in error.absolute_path)]) if error else where
+        error = best_match(Draft202012Validator(_TOP_SCHEMA).iter_errors(config))
+        field = ".".join(["config", *(str(p) for p in error.absolute_path)]) if error else "config"
         _fail(f"{field}: {error.message if error else 'does not match its schema'}")
 
 
-_validate(config, "../../config/schema.yaml", "config")
+_validate_globals()
 
 ENV = "../../environment.yml"
 SCALE = config["scale"]
@@ -45,24 +51,43 @@ BUILT_METHODS = [
     if Path(workflow.basedir, "src/repro26", m, "cli.py").is_file()
     and Path(workflow.basedir, "workflow/rules", f"{m}.smk").is_file()
 ]
-# Each rule file registers its figure PNGs here so the report waits for them.
+# Methods on the protocol (figures.FIGURES, claims.CLAIMS): protocol.smk writes their figure,
+# claims and target rules. Every method's figure PNGs are registered here for the report.
+PROTOCOL_METHODS = [
+    m for m in BUILT_METHODS if hasattr(importlib.import_module(f"repro26.{m}.claims"), "CLAIMS")
+]
 METHOD_FIGURES = {}
 
 
 def method_config(method):
-    """The method's settings at this scale (common merged with the scale's overrides)."""
-    validate_method(method)
+    """The method's settings at this scale (common merged with the scale's overrides), parsed
+    through its ``Config`` dataclass (the one source of truth; an unknown key, a wrong type or
+    a missing value is one line and exit 2) and returned as a plain dict with defaults filled."""
+    return as_dict(typed_config(method))
+
+
+def typed_config(method):
+    if method not in config:
+        _fail(f"{method}: no section; add config/methods/{method}.yaml")
     try:
-        return resolve_section(config[method], SCALE, method)
-    except ConfigError as err:
+        values = resolve_section(config[method], SCALE, method)
+        return parse_config(load_method(method).Config, values, f"{method}.{SCALE}")
+    except (ConfigError, UsageError) as err:
         _fail(str(err))
 
 
-def validate_method(method):
-    """Validate the method's section against config/schemas/<method>.yaml (one line on error)."""
-    if method not in config:
-        _fail(f"{method}: no section; add config/methods/{method}.yaml")
-    _validate(config[method], f"../../config/schemas/{method}.yaml", method)
+def _check_sections():
+    """Every top-level key is a global setting or a known method (suggest the close match)."""
+    known = set(Draft202012Validator(_TOP_SCHEMA).schema["properties"])
+    for key in config:
+        if key in known or key in METHODS:
+            continue
+        close = difflib.get_close_matches(key, [*METHODS, *known], n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        _fail(f"{key}: unknown section (not a method or a global setting){hint}")
+
+
+_check_sections()
 
 
 def out(method, *parts):
@@ -74,15 +99,22 @@ def log_path(method, name):
     return out(method, "logs", f"{name}.log")
 
 
+def bench_path(method, name):
+    """Wall time and peak memory of one job (Snakemake's ``benchmark:`` TSV); the report sums
+    them per method, and the SLURM resources of the next scale are sized from them."""
+    return out(method, "benchmarks", f"{name}.tsv")
+
+
 def claims_path(method):
     return out(method, "claims.json")
 
 
 def stage(method, name, extra=""):
-    """Shell command running one stage; reads the resolved config the config rule wrote."""
+    """Shell command running one stage, its output to the rule's log; reads the resolved config
+    the method_config rule wrote."""
     return (
         f"repro26 {method} {name} --config {out(method, 'config.json')} --scale {SCALE}"
-        f" --threads {{threads}} {extra}"
+        f" --threads {{threads}} {extra} > {{log}} 2>&1"
     )
 
 

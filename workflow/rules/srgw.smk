@@ -1,5 +1,6 @@
 # srgw (issue 4): graphon and SBM estimation by semi-relaxed Gromov-Wasserstein.
-# data -> fit (family x n, all seeds per job) + pot (seed) + real -> evaluate -> figures -> claims
+# data -> fit (family x n, all seeds per job) + pot (seed) + real -> evaluate; figures, claims and
+# the `srgw` target come from workflow/rules/protocol.smk.
 SRGW = "srgw"
 SRGW_CFG = method_config(SRGW)
 SRGW_FAMILIES = list(SRGW_CFG["sbms"]) + list(SRGW_CFG["graphons"])
@@ -9,11 +10,6 @@ SRGW_FITS = [
     for n in SRGW_CFG["sbm_ns" if fam in SRGW_CFG["sbms"] else "graphon_ns"]
 ]
 SRGW_POT_SEEDS = SRGW_CFG.get("pot_seeds", [0]) if SRGW_CFG.get("pot_ns") else []
-SRGW_FIGURES = [
-    out(SRGW, "figures", f"{name}.png")
-    for name in ("error_vs_n", "gap_vs_n", "time_vs_n", "real_networks")
-]
-METHOD_FIGURES[SRGW] = SRGW_FIGURES
 
 
 rule srgw_data:
@@ -27,11 +23,13 @@ rule srgw_data:
         dest=lambda w, output: str(Path(output.manifest).parent),
     log:
         log_path(SRGW, "data"),
+    benchmark:
+        bench_path(SRGW, "data")
     threads: 1
     conda:
         ENV
     shell:
-        stage(SRGW, "data", "--out {params.dest}") + " > {log} 2>&1"
+        stage(SRGW, "data", "--out {params.dest}")
 
 
 rule srgw_fit:
@@ -43,6 +41,8 @@ rule srgw_fit:
         out(SRGW, "runs", "{family}", "n{n}.csv"),
     log:
         log_path(SRGW, "fit_{family}_n{n}"),
+    benchmark:
+        bench_path(SRGW, "fit_{family}_n{n}")
     wildcard_constraints:
         family="|".join(SRGW_FAMILIES),
         n=r"\d+",
@@ -52,8 +52,7 @@ rule srgw_fit:
     conda:
         ENV
     shell:
-        stage(SRGW, "fit", "--variant {wildcards.family}:{wildcards.n} --out {output}")
-        + " > {log} 2>&1"
+        stage(SRGW, "fit", "--variant family={wildcards.family},n={wildcards.n} --out {output}")
 
 
 rule srgw_pot:
@@ -65,6 +64,8 @@ rule srgw_pot:
         out(SRGW, "pot", "seed{seed}.csv"),
     log:
         log_path(SRGW, "pot_seed{seed}"),
+    benchmark:
+        bench_path(SRGW, "pot_seed{seed}")
     wildcard_constraints:
         seed=r"\d+",
     threads: THREADS
@@ -73,7 +74,7 @@ rule srgw_pot:
     conda:
         ENV
     shell:
-        stage(SRGW, "pot", "--seed {wildcards.seed} --out {output}") + " > {log} 2>&1"
+        stage(SRGW, "pot", "--seed {wildcards.seed} --out {output}")
 
 
 rule srgw_real:
@@ -86,11 +87,13 @@ rule srgw_real:
         npz=out(SRGW, "real", "real.npz"),
     log:
         log_path(SRGW, "real"),
+    benchmark:
+        bench_path(SRGW, "real")
     threads: THREADS
     conda:
         ENV
     shell:
-        stage(SRGW, "real", "--out {output.csv}") + " > {log} 2>&1"
+        stage(SRGW, "real", "--out {output.csv}")
 
 
 rule srgw_evaluate:
@@ -107,100 +110,11 @@ rule srgw_evaluate:
         dest=lambda w, output: str(Path(output.fits).parent),
     log:
         log_path(SRGW, "evaluate"),
+    benchmark:
+        bench_path(SRGW, "evaluate")
     threads: 1
     conda:
         ENV
     shell:
         stage(SRGW, "evaluate", "--out {params.dest} --input {input.fits} {input.pots}")
-        + " > {log} 2>&1"
 
-
-rule srgw_figure_error_vs_n:
-    input:
-        cfg=out(SRGW, "config.json"),
-        fits=out(SRGW, "tables", "fits.csv"),
-    output:
-        png=report(out(SRGW, "figures", "error_vs_n.png"), caption="../report/srgw/error_vs_n.rst", category=SRGW),
-        pdf=out(SRGW, "figures", "error_vs_n.pdf"),
-    log:
-        log_path(SRGW, "figure_error_vs_n"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(SRGW, "figure_error_vs_n", "--input {input.fits} --out {output.png}") + " > {log} 2>&1"
-
-
-rule srgw_figure_gap_vs_n:
-    input:
-        cfg=out(SRGW, "config.json"),
-        fits=out(SRGW, "tables", "fits.csv"),
-    output:
-        png=report(out(SRGW, "figures", "gap_vs_n.png"), caption="../report/srgw/gap_vs_n.rst", category=SRGW),
-        pdf=out(SRGW, "figures", "gap_vs_n.pdf"),
-    log:
-        log_path(SRGW, "figure_gap_vs_n"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(SRGW, "figure_gap_vs_n", "--input {input.fits} --out {output.png}") + " > {log} 2>&1"
-
-
-rule srgw_figure_time_vs_n:
-    input:
-        cfg=out(SRGW, "config.json"),
-        fits=out(SRGW, "tables", "fits.csv"),
-        pot=out(SRGW, "tables", "pot.csv"),
-    output:
-        png=report(out(SRGW, "figures", "time_vs_n.png"), caption="../report/srgw/time_vs_n.rst", category=SRGW),
-        pdf=out(SRGW, "figures", "time_vs_n.pdf"),
-    log:
-        log_path(SRGW, "figure_time_vs_n"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(SRGW, "figure_time_vs_n", "--input {input.fits} {input.pot} --out {output.png}")
-        + " > {log} 2>&1"
-
-
-rule srgw_figure_real_networks:
-    input:
-        cfg=out(SRGW, "config.json"),
-        csv=out(SRGW, "real", "real.csv"),
-        npz=out(SRGW, "real", "real.npz"),
-    output:
-        png=report(out(SRGW, "figures", "real_networks.png"), caption="../report/srgw/real_networks.rst", category=SRGW),
-        pdf=out(SRGW, "figures", "real_networks.pdf"),
-    log:
-        log_path(SRGW, "figure_real_networks"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(SRGW, "figure_real_networks", "--input {input.csv} {input.npz} --out {output.png}")
-        + " > {log} 2>&1"
-
-
-rule srgw_claims:
-    input:
-        cfg=out(SRGW, "config.json"),
-        fits=out(SRGW, "tables", "fits.csv"),
-        pot=out(SRGW, "tables", "pot.csv"),
-    output:
-        claims_path(SRGW),
-    log:
-        log_path(SRGW, "claims"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(SRGW, "claims", "--input {input.fits} {input.pot} --out {output}") + " > {log} 2>&1"
-
-
-rule srgw:
-    """Everything of srgw: figures and claims."""
-    input:
-        SRGW_FIGURES,
-        claims_path(SRGW),

@@ -1,8 +1,11 @@
 """The ``repro26`` command.
 
     repro26 list
+    repro26 <method> --help                      # the method's stages and options
     repro26 <method> <stage> [--config PATH] [--scale S] [--out PATH] [--seed N]
-                             [--variant NAME] [--input PATH ...] [--threads N]
+                             [--variant KEY=VALUE,...] [--input PATH ...] [--threads N]
+    repro26 <method> figure <name> --input TABLE ... --out FIG.png
+    repro26 <method> claims --input TABLE ... --out claims.json
     repro26 report --scale S --input claims.json ... --out results/S/report.md
 
 Bad input (unknown method or stage, bad config value, missing input file) prints one line
@@ -15,7 +18,7 @@ import argparse
 import dataclasses
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -30,6 +33,7 @@ from repro26.core.config import (
     parse_config,
     resolve_section,
 )
+from repro26.core.method import Stage, format_variant, parse_variant
 from repro26.core.registry import METHODS, implemented_methods, is_implemented, load_method
 
 DEFAULT_CONFIG = Path("config/config.yaml")
@@ -46,7 +50,7 @@ class Run:
     cfg_hash: str
     out: Path
     seed: int | None = None
-    variant: str | None = None
+    variant: Any = None  # dict of the stage's declared --variant keys
     inputs: tuple[Path, ...] = ()
     progress: bool = True
 
@@ -57,7 +61,9 @@ class Run:
         job = {"method": self.method, "stage": self.stage, "scale": self.scale}
         if self.seed is not None:
             job["seed"] = self.seed
-        if self.variant is not None:
+        if isinstance(self.variant, Mapping) and self.variant:
+            job["variant"] = format_variant(**self.variant)
+        elif isinstance(self.variant, str):
             job["variant"] = self.variant
         return run_metadata(self.cfg_hash, **job, **extra)
 
@@ -105,9 +111,88 @@ def resolve_run_config(method_module, method: str, config_path: Path, scale: str
     return scale, cfg, config_hash(as_dict(cfg))
 
 
+def _stages(method: str, module) -> dict[str, Stage]:
+    """The method's own stages plus the two every method has: ``figure`` and ``claims``."""
+    stages = {name: s if isinstance(s, Stage) else Stage(s) for name, s in module.STAGES.items()}
+    figures = method_figures(method)
+    names = tuple(figures)
+    stages["figure"] = Stage(_figure_stage, {"name": names} if names else {})
+    stages["claims"] = Stage(_claims_stage)
+    return stages
+
+
+def method_figures(method: str) -> dict:
+    """``repro26.<method>.figures.FIGURES`` (name -> :class:`repro26.core.method.Figure`)."""
+    import importlib
+
+    return dict(getattr(importlib.import_module(f"repro26.{method}.figures"), "FIGURES", {}))
+
+
+def method_claims(method: str):
+    """``repro26.<method>.claims.CLAIMS`` (a :class:`repro26.core.method.ClaimSet`)."""
+    import importlib
+
+    return importlib.import_module(f"repro26.{method}.claims").CLAIMS
+
+
+def _require_inputs(run: Run, paths: Sequence[str]) -> None:
+    """Every declared input must be among ``--input`` (by its path's tail)."""
+    for rel in paths:
+        run.input(rel)
+
+
+def _figure_stage(run: Run) -> None:
+    """Draw one declared figure from its tables; write PNG, PDF and the caption (.rst)."""
+    from repro26.core import plotting
+
+    fig_decl = method_figures(run.method)[run.variant["name"]]
+    _require_inputs(run, fig_decl.input_paths(run.cfg))
+    if run.out.suffix != ".png":
+        raise UsageError(f"--out: a figure is written as NAME.png (and .pdf), got {run.out}")
+    plotting.save(fig_decl.draw(run), run.out, caption=fig_decl.caption)
+
+
+def _claims_stage(run: Run) -> None:
+    """Evaluate the method's headline claims on its tables; write claims.json."""
+    from repro26.core.claims import write_claims
+
+    claim_set = method_claims(run.method)
+    _require_inputs(run, claim_set.input_paths(run.cfg))
+    claims = claim_set.build(run)
+    write_claims(run.out, run.method, run.scale, list(getattr(run.cfg, "seeds", ())), claims,
+                 run.meta())
+
+
+def _method_help(method: str, stages: dict[str, Stage]) -> str:
+    lines = [f"usage: repro26 {method} STAGE [--variant KEY=VALUE,...] [--seed N] "
+             "[--input PATH ...] [--out PATH] [--config PATH] [--scale S] [--threads N]", "",
+             "stages:"]
+    width = max(map(len, stages))
+    for name, st in stages.items():
+        keys = ",".join(f"{k}=" + ("|".join(map(str, v)) if isinstance(v, tuple) else
+                                   getattr(v, "__name__", "VALUE").upper())
+                        for k, v in st.variant.items())
+        extra = (f"  --variant {keys}" if keys else "") + ("  --seed N" if st.seed else "")
+        lines.append(f"  {name:<{width}}  {st.summary}{extra}")
+    lines += ["", "options:",
+              "  --config PATH   config file: config/config.yaml or a method's config.json",
+              "  --scale S       smoke | small | paper (default: the config's scale)",
+              "  --variant KV    key=value pairs the stage declares (above)",
+              "  --seed N        seed of a per-seed stage",
+              "  --input PATH    the files the stage reads (several allowed)",
+              "  --out PATH      where the stage writes (default results/<scale>/<method>)",
+              "  --threads N     cap XLA and BLAS to N cores",
+              "  --no-progress   no progress bars"]
+    return "\n".join(lines)
+
+
 def _method_main(method: str, argv: Sequence[str]) -> None:
-    parser = _Parser(prog=f"repro26 {method}")
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_method_help(method, _stages(method, load_method(method))))
+        return
+    parser = _Parser(prog=f"repro26 {method}", add_help=False)
     parser.add_argument("stage")
+    parser.add_argument("name", nargs="?", default=None)
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     parser.add_argument("--scale", default=None)
     parser.add_argument("--out", type=Path, default=None)
@@ -122,19 +207,46 @@ def _method_main(method: str, argv: Sequence[str]) -> None:
             raise UsageError("--threads: must be a positive integer")
         _set_threads(args.threads)
 
+    run_stage(method, args.stage, name=args.name, config=args.config, scale=args.scale,
+              out=args.out, seed=args.seed, variant=args.variant, inputs=args.input,
+              progress=not args.no_progress)
+
+
+def run_stage(method: str, stage_name: str, *, name: str | None = None,
+              config: Path = DEFAULT_CONFIG, scale: str | None = None, out: Path | None = None,
+              seed: int | None = None, variant: str | None = None, inputs: Sequence[Path] = (),
+              progress: bool = True, cfg: Any = None) -> None:
+    """Run one stage as ``repro26 <method> <stage_name> [name] ...`` does (tests call this);
+    bad input raises :class:`UsageError` / :class:`ConfigError`. ``cfg``, when given, is the
+    method's typed ``Config`` to use instead of reading ``config`` (``scale`` then required)."""
     module = load_method(method)
-    if args.stage not in module.STAGES:
-        raise UsageError(f"stage '{args.stage}' is unknown for {method}; "
-                         f"allowed: {', '.join(module.STAGES)}")
-    scale, cfg, cfg_hash = resolve_run_config(module, method, args.config, args.scale)
-    missing = [str(p) for p in args.input if not p.exists()]
+    stages = _stages(method, module)
+    if stage_name not in stages:
+        raise UsageError(f"stage '{stage_name}' is unknown for {method}; "
+                         f"allowed: {', '.join(stages)}")
+    st = stages[stage_name]
+    if stage_name == "figure":
+        if name is None:
+            raise UsageError(f"figure: name one of {', '.join(method_figures(method)) or 'none'}")
+        variant = f"name={name}"
+    elif name is not None:
+        raise UsageError(f"stage '{stage_name}' takes no positional argument, got {name!r}")
+    # Stages declared with stage(...) get the parsed key=value dict; plain functions the text.
+    if isinstance(module.STAGES.get(stage_name), Stage) or stage_name in ("figure", "claims"):
+        variant = parse_variant(variant, st.variant, stage_name)
+    if st.seed and seed is None:
+        raise UsageError(f"--seed: stage '{stage_name}' needs a seed")
+    if cfg is None:
+        scale, cfg, cfg_hash = resolve_run_config(module, method, Path(config), scale)
+    else:
+        scale, cfg_hash = check_scale(scale), config_hash(as_dict(cfg))
+    inputs = tuple(Path(p) for p in inputs)
+    missing = [str(p) for p in inputs if not p.exists()]
     if missing:
         raise UsageError(f"--input: {missing[0]} does not exist (run the stage that writes it)")
-    out = args.out or Path("results") / scale / method
+    out = Path(out) if out is not None else Path("results") / scale / method
     enable_compile_cache()
-    run = Run(method, args.stage, scale, cfg, cfg_hash, out, args.seed, args.variant,
-              tuple(args.input), progress=not args.no_progress)
-    module.STAGES[args.stage](run)
+    st(Run(method, stage_name, scale, cfg, cfg_hash, out, seed, variant, inputs, progress))
 
 
 def _list() -> None:

@@ -124,12 +124,14 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def _coerce(value: Any, tp: Any, where: str) -> Any:
+def coerce(value: Any, tp: Any, where: str) -> Any:
     """Check ``value`` against the annotation ``tp``; ints are accepted where floats are."""
     origin = get_origin(tp)
     if tp is Any:
         return value
     if origin is Literal:
+        if isinstance(value, str) and value not in get_args(tp):  # "3" from --config for 3
+            value = next((a for a in get_args(tp) if str(a) == value), value)
         if value not in get_args(tp):
             raise ConfigError(f"{where}: {value!r} is not allowed; use {_type_name(tp)}")
         return value
@@ -138,7 +140,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             if option is type(None) and value is None:
                 return None
             try:
-                return _coerce(value, option, where)
+                return coerce(value, option, where)
             except ConfigError:
                 continue
         allowed = " or ".join(_type_name(a) for a in get_args(tp))
@@ -152,23 +154,23 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if origin is tuple and args and len(args) > 1:
             if len(value) != len(args):
                 raise ConfigError(f"{where}: expected {len(args)} entries, got {len(value)}")
-            return tuple(_coerce(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+            return tuple(coerce(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
         inner = args[0] if args else Any
-        return tuple(_coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value))
+        return tuple(coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
         _, value_tp = get_args(tp) or (str, Any)
-        return {k: _coerce(v, value_tp, f"{where}.{k}") for k, v in value.items()}
+        return {k: coerce(v, value_tp, f"{where}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
         return parse_config(tp, value, where)
+    if isinstance(value, str) and tp in (int, float, bool):
+        value = _from_command_line(value, tp, where)
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true or false, got {value!r}")
         return value
     if tp is float:
-        if isinstance(value, str) and _EXPONENT_FLOAT.match(value):
-            return float(value)  # Snakemake's YAML 1.1 loader keeps "1e-6" as a string
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected a number, got {value!r}")
         return float(value)
@@ -183,6 +185,21 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     raise TypeError(f"{where}: unsupported config annotation {tp!r}")
 
 
+def _from_command_line(text: str, tp: type, where: str) -> Any:
+    """Snakemake passes nested ``--config`` values as strings ('200', '1e-3', 'true'), and its
+    YAML 1.1 loader keeps '1e-6' as one: read them as the field's type, or fail naming the field."""
+    if tp is bool:
+        lowered = text.strip().lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        raise ConfigError(f"{where}: expected true or false, got {text!r}")
+    try:
+        return tp(text) if tp is float else int(text)
+    except ValueError:
+        kind = "an integer" if tp is int else "a number"
+        raise ConfigError(f"{where}: expected {kind}, got {text!r}") from None
+
+
 def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
     """Build the frozen dataclass ``cls`` from ``values``, naming the first bad field."""
     if not isinstance(values, Mapping):
@@ -195,7 +212,7 @@ def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
     kwargs = {}
     for name, field in fields.items():
         if name in values:
-            kwargs[name] = _coerce(values[name], hints[name], f"{where}.{name}")
+            kwargs[name] = coerce(values[name], hints[name], f"{where}.{name}")
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{where}.{name}: missing (type {_type_name(hints[name])})")
     return cls(**kwargs)

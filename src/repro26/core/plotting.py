@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import matplotlib
@@ -38,16 +39,31 @@ def subplots(nrows: int = 1, ncols: int = 1, width: float = 3.4, height: float =
     return fig, axes
 
 
-def save(fig, png_path: str | Path) -> None:
-    """Save ``fig`` as ``png_path`` and the same name with ``.pdf``; then close it."""
+def save(fig, png_path: str | Path, caption: str | None = None) -> None:
+    """Save ``fig`` as ``png_path`` and the same name with ``.pdf`` (and ``caption`` as ``.rst``
+    for the reports); then close it. All files are rendered to temporary names first and renamed
+    together at the end, so a failure (full disk, bad path) leaves neither half written."""
     png_path = Path(png_path)
     if png_path.suffix != ".png":
         raise ValueError(f"figure path must end in .png, got {png_path}")
-    with plt.rc_context(STYLE):
-        for path in (png_path, png_path.with_suffix(".pdf")):
-            with io.atomic_path(path) as tmp:
+    targets = [png_path, png_path.with_suffix(".pdf")]
+    with ExitStack() as stack:
+        temps = [stack.enter_context(io.atomic_path(path)) for path in targets]
+        with plt.rc_context(STYLE):
+            for path, tmp in zip(targets, temps):
                 fig.savefig(tmp, format=path.suffix[1:])
+        if caption is not None:
+            rst = png_path.with_suffix(".rst")
+            tmp = stack.enter_context(io.atomic_path(rst))
+            tmp.write_text(rst_text(caption) + "\n")
     plt.close(fig)
+
+
+def rst_text(text: str) -> str:
+    """Plain text safe in reStructuredText (``|x|`` would be read as a substitution)."""
+    for char in ("\\", "|", "*", "`", "_"):
+        text = text.replace(char, "\\" + char)
+    return text
 
 
 def line_with_ci(ax, x, y_by_seed, label: str | None = None, **kw):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from repro26.core import io
-from repro26.core.claims import read_claims
+from repro26.core.claims import VERDICTS, read_claims, verdict_of
 
 
 MAX_CELL = 700  # characters of "measured" shown per claim; the rest stays in claims.json
@@ -56,64 +56,144 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+MARK = {"held": "✓", "not held": "✗", "inconclusive": "?"}
+COLOUR = {"held": "#1a7f37", "not held": "#cf222e", "inconclusive": "#9a6700"}
+
+
 def _summary_rows(data: list[dict]) -> list[str]:
     rows = ["| method | held | claims |", "|---|---|---|"]
     for d in data:
-        held = sum(c["holds"] for c in d["claims"])
-        marks = ", ".join(f"{c['id']} {'✓' if c['holds'] else '✗'}" for c in d["claims"])
+        held = sum(verdict_of(c) == "held" for c in d["claims"])
+        marks = ", ".join(f"{c['id']} {MARK[verdict_of(c)]}" for c in d["claims"])
         rows.append(f"| [{d['method']}](#{d['method']}) | {held}/{len(d['claims'])} | {marks} |")
     return rows
+
+
+def _counts(data: list[dict]) -> str:
+    verdicts = [verdict_of(c) for d in data for c in d["claims"]]
+    parts = ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
+    return f"{len(data)} methods, {len(verdicts)} claims: {parts}."
+
+
+def job_costs(results: Path) -> list[dict]:
+    """Per method: jobs, summed and largest wall time, peak resident memory, from the
+    ``benchmarks/*.tsv`` files Snakemake wrote for every job."""
+    rows = []
+    for folder in sorted(p for p in Path(results).glob("*/benchmarks") if p.is_dir()):
+        walls, rss = [], []
+        for tsv in folder.glob("*.tsv"):
+            lines = tsv.read_text().splitlines()
+            if len(lines) < 2:
+                continue
+            record = dict(zip(lines[0].split("\t"), lines[-1].split("\t")))
+            walls.append(float(record.get("s", "nan")))
+            try:
+                rss.append(float(record.get("max_rss", "nan")))
+            except ValueError:  # "-" when the job was too short to sample
+                pass
+        if walls:
+            rows.append({"method": folder.parent.name, "jobs": len(walls),
+                         "wall_s": sum(walls), "longest_s": max(walls),
+                         "peak_rss_mb": max(rss) if rss else float("nan")})
+    return rows
+
+
+def _cost_rows(costs: list[dict]) -> list[str]:
+    rows = ["| method | jobs | summed wall time (s) | longest job (s) | peak memory (MB) |",
+            "|---|---|---|---|---|"]
+    rows += [f"| {c['method']} | {c['jobs']} | {c['wall_s']:.0f} | {c['longest_s']:.0f} "
+             f"| {c['peak_rss_mb']:.0f} |" for c in costs]
+    return rows
+
+
+def _caption(png: Path) -> str:
+    rst = png.with_suffix(".rst")
+    return rst.read_text().replace("\\", "") if rst.is_file() else png.stem
+
+
+def _figures(folder: Path) -> list[Path]:
+    """The method's figure PNGs in declaration (paper) order, then any others."""
+    from repro26.core.cli import method_figures
+
+    pngs = sorted(folder.glob("*.png"))
+    try:
+        order = list(method_figures(folder.parent.name))
+    except ImportError:
+        order = []
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(pngs, key=lambda f: (rank.get(f.stem, len(rank)), f.stem))
+
+
+def _verdict_html(verdict: str) -> str:
+    return f"<b style='color:{COLOUR[verdict]}'>{html.escape(verdict)}</b>"
 
 
 def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path: Path) -> None:
     md_path, html_path = Path(md_path), Path(html_path)
     data = sorted((read_claims(p) | {"_path": Path(p)} for p in claims_files),
                   key=lambda d: d["method"])
-    n_claims = sum(len(d["claims"]) for d in data)
-    n_held = sum(c["holds"] for d in data for c in d["claims"])
-    md = [f"# repro26 report — scale `{scale}`", "",
-          f"{len(data)} methods, {n_claims} claims: {n_held} held, {n_claims - n_held} did not hold.",
+    costs = job_costs(md_path.parent)
+    md = [f"# repro26 report — scale `{scale}`", "", _counts(data),
           "Measured numbers are means over seeds with 95% CIs (`mean [lo, hi] (n)`) unless a claim "
-          "says otherwise; each method's claims.json holds every number.", "",
+          "says otherwise; each method's claims.json holds every number. ✓ held, ✗ not held, "
+          "? inconclusive at this scale.", "",
           *_summary_rows(data), ""]
     body = [f"<h1>repro26 report — scale <code>{scale}</code></h1>",
-            f"<p>{len(data)} methods, {n_claims} claims: {n_held} held, "
-            f"{n_claims - n_held} did not hold.</p>", "<table border=1 cellpadding=4>",
+            f"<p>{html.escape(_counts(data))}</p>", "<table border=1 cellpadding=4>",
             "<tr><th>method</th><th>held</th><th>claims</th></tr>",
-            *(f"<tr><td>{html.escape(d['method'])}</td><td>{sum(c['holds'] for c in d['claims'])}"
-              f"/{len(d['claims'])}</td><td>" + ", ".join(
-                  f"{html.escape(c['id'])} {'✓' if c['holds'] else '✗'}" for c in d["claims"])
-              + "</td></tr>" for d in data), "</table>"]
+            *(f"<tr><td>{html.escape(d['method'])}</td><td>"
+              f"{sum(verdict_of(c) == 'held' for c in d['claims'])}/{len(d['claims'])}</td><td>"
+              + ", ".join(f"{html.escape(c['id'])} {_verdict_html(verdict_of(c))}"
+                          for c in d["claims"]) + "</td></tr>" for d in data), "</table>"]
+    if costs:
+        md += ["## What each method cost", "", *_cost_rows(costs), ""]
+        body += ["<h2>What each method cost</h2>", "<table border=1 cellpadding=4>",
+                 "<tr><th>method</th><th>jobs</th><th>summed wall time (s)</th>"
+                 "<th>longest job (s)</th><th>peak memory (MB)</th></tr>",
+                 *(f"<tr><td>{c['method']}</td><td>{c['jobs']}</td><td>{c['wall_s']:.0f}</td>"
+                   f"<td>{c['longest_s']:.0f}</td><td>{c['peak_rss_mb']:.0f}</td></tr>"
+                   for c in costs), "</table>"]
     for d in data:
         meta = d.get("meta", {})
         md += [f"## {d['method']}", "",
                f"seeds {d.get('seeds')}; jax {meta.get('jax_version', '?')}; "
                f"commit {meta.get('git_commit', '?')}; config {meta.get('config_hash', '?')}", "",
                "| claim | paper | measured | criterion | verdict |", "|---|---|---|---|---|"]
-        body += [f"<h2>{html.escape(d['method'])}</h2>", "<table border=1 cellpadding=4>",
+        body += [f"<h2 id='{html.escape(d['method'])}'>{html.escape(d['method'])}</h2>",
+                 "<table border=1 cellpadding=4>",
                  "<tr><th>claim</th><th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr>"]
         for c in d["claims"]:
-            verdict = "held" if c["holds"] else "**did not hold**"
+            verdict = verdict_of(c)
             note = f" ({c['note']})" if c.get("note") else ""
+            if c.get("compared_with"):
+                note += " Compared with: " + "; ".join(
+                    f"{k}: {v}" for k, v in c["compared_with"].items()) + "."
+            if verdict == "inconclusive":
+                mde = c.get("min_detectable_effect")
+                note += f" Inconclusive: {c.get('inconclusive_reason', '')}" + (
+                    f" (minimum detectable effect {mde:.3g})" if mde is not None else "")
+            shown = {"held": "held", "not held": "**did not hold**",
+                     "inconclusive": "*inconclusive*"}[verdict]
             md.append(f"| **{c['id']}**: {_cell(c['statement'])} | {_cell(c['paper'])} "
-                      f"| {_measured(c['measured'])} | {_cell(c.get('criterion', '') + note)} | {verdict} |")
+                      f"| {_measured(c['measured'])} | {_cell(c.get('criterion', '') + note)} | {shown} |")
             body.append("<tr>" + "".join(f"<td>{x}</td>" for x in (
                 f"<b>{html.escape(c['id'])}</b>: {html.escape(c['statement'])}",
                 html.escape(c["paper"]),
                 html.escape(_measured(c["measured"])).replace("&lt;br&gt;", "<br>"),
                 html.escape(c.get("criterion", "") + note),
-                "held" if c["holds"] else "<b>did not hold</b>")) + "</tr>")
+                _verdict_html(verdict))) + "</tr>")
         body.append("</table>")
-        figures = sorted((d["_path"].parent / "figures").glob("*.png"))
+        figures = _figures(d["_path"].parent / "figures")
         if figures:
             md += ["", "Figures: " + ", ".join(
                 f"[{f.stem}]({f.relative_to(md_path.parent).as_posix()})" for f in figures)]
             for f in figures:
                 b64 = base64.b64encode(f.read_bytes()).decode()
-                body.append(f"<figure><img src='data:image/png;base64,{b64}' style='max-width:720px'>"
-                            f"<figcaption>{html.escape(f.stem)}</figcaption></figure>")
+                body.append(f"<figure><img src='data:image/png;base64,{b64}' style='max-width:100%'>"
+                            f"<figcaption><b>{html.escape(f.stem)}</b>: "
+                            f"{html.escape(_caption(f))}</figcaption></figure>")
         md.append("")
     io.atomic_write_text(md_path, "\n".join(md) + "\n")
     io.atomic_write_text(html_path, "<!doctype html><meta charset=utf-8><title>repro26 report</title>"
-                         "<body style='font-family:sans-serif'>" + "\n".join(body) + "</body>\n")
-
+                         "<body style='font-family:sans-serif;max-width:1200px'>"
+                         + "\n".join(body) + "</body>\n")

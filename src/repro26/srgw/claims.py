@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from repro26.core import io
-from repro26.core.claims import Claim, write_claims
+from repro26.core import tables
+from repro26.core.claims import Claim
+from repro26.core.method import claim_set
 from repro26.core.stats import loglog_slope, summary
 from repro26.srgw import evaluate
 
@@ -17,11 +18,11 @@ POT_MIN_N = 1000  # "faster at n >= 1,000"
 
 def gap_claim(fits) -> Claim:
     fams = list(dict.fromkeys(fits["family"].tolist()))
-    gaps = {f: evaluate.pivot(fits, "gap", family=f, estimator="srgw") for f in fams}
+    gaps = {f: tables.pivot(fits, "gap", family=f, estimator="srgw") for f in fams}
     ns = gaps[fams[0]][0]
     pooled = np.nanmean(np.stack([g for _, g in gaps.values()]), axis=0)  # seeds x n
     all_gaps = np.concatenate([g.ravel() for _, g in gaps.values()])
-    _, bound = evaluate.pivot(fits, "gap_bound", family=fams[0], estimator="srgw")
+    _, bound = tables.pivot(fits, "gap_bound", family=fams[0], estimator="srgw")
     slope = evaluate.slope_summary(ns, pooled)
     measured = {
         "slope": slope,
@@ -60,8 +61,8 @@ def rate_claim(fits) -> Claim:
     fams = list(dict.fromkeys(fits["family"].tolist()))
     per = {}
     for fam in fams:
-        ns, mse = evaluate.pivot(fits, "mse", family=fam, estimator="srgw")
-        _, K = evaluate.pivot(fits, "K_theory" if "K_theory" in fits else "K", family=fam,
+        ns, mse = tables.pivot(fits, "mse", family=fam, estimator="srgw")
+        _, K = tables.pivot(fits, "K_theory" if "K_theory" in fits else "K", family=fam,
                               estimator="srgw")
         kind = str(fits["kind"][fits["family"] == fam][0])
         theory = loglog_slope(ns, evaluate.theory_rate(kind, ns, K[0]))
@@ -69,9 +70,9 @@ def rate_claim(fits) -> Claim:
         present = [e for e in (*evaluate.ESTIMATORS, "srgw_ktheory")
                    if np.any((fits["family"] == fam) & (fits["estimator"] == e))]
         last = {est: float(np.nanmean(
-                    evaluate.pivot(fits, "mse", family=fam, estimator=est)[1][:, -1]))
+                    tables.pivot(fits, "mse", family=fam, estimator=est)[1][:, -1]))
                 for est in present}
-        _, Kused = evaluate.pivot(fits, "K", family=fam, estimator="srgw")
+        _, Kused = tables.pivot(fits, "K", family=fam, estimator="srgw")
         per[fam] = {
             "kind": kind, "slope": slope, "theory_slope": theory,
             "at_least_rate": bool(slope["mean"] <= theory + RATE_TOLERANCE),
@@ -130,8 +131,8 @@ def pot_claim(pot) -> Claim:
     )
 
 
-def write(run) -> None:
-    fits = io.read_table(run.input("fits.csv"))
-    pot = io.read_table(run.input("pot.csv"))
-    claims = [gap_claim(fits), rate_claim(fits), pot_claim(pot)]
-    write_claims(run.out, "srgw", run.scale, run.cfg.seeds, claims, run.meta())
+@claim_set("tables/fits.csv", "tables/pot.csv")
+def CLAIMS(run) -> list[Claim]:
+    fits = tables.read(run.input("fits.csv"))
+    pot = tables.read(run.input("pot.csv"))
+    return [gap_claim(fits), rate_claim(fits), pot_claim(pot)]

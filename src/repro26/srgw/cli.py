@@ -1,7 +1,7 @@
 """Stages of ``repro26 srgw <stage>`` and the method's typed config.
 
-data -> fit (one job per family and n, all seeds) + pot (one job per seed) + real -> evaluate ->
-figures (one stage per figure) -> claims.
+data -> fit (one job per family and n, all seeds) + pot (one job per seed) + real -> evaluate;
+the figures (``figures.FIGURES``) and claims (``claims.CLAIMS``) stages come from core.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Literal
 from repro26.core import io
 from repro26.core.cli import Run
 from repro26.core.config import UsageError
+from repro26.core.method import stage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Config:
     k_exponent: float = 1.0 / 3.0
     # smooth graphons: K = ceil(k_scale n^k_exponent) ("theory") or the held-out-error minimiser
     # over k_grid multiples of it ("validation", fraction validation_fraction of pairs hidden)
-    k_rule: Literal["theory", "validation"] = "theory"
+    k_rule: Literal["theory", "validation"] = "validation"
     k_grid: tuple[float, ...] = (0.5, 1.0, 2.0)
     validation_fraction: float = 0.1
     n_random_inits: int = 2
@@ -69,6 +70,7 @@ def _check(cfg: Config) -> None:
             raise ConfigError(f"srgw.sbms.{fam}: p_in, p_out in [0, 1] and at least 2 sizes")
 
 
+@stage()
 def data_stage(run: Run) -> None:
     """Manifest of the synthetic families (true parameters, grids) and the real adjacencies."""
     from repro26.srgw import data, evaluate
@@ -96,34 +98,35 @@ def data_stage(run: Run) -> None:
     io.write_npz(out / "real_networks.npz", compressed=True, **arrays)
 
 
+@stage({"family": str, "n": int})
 def fit_stage(run: Run) -> None:
-    """One family and n (``--variant FAMILY:N``): every estimator on the graph of every seed."""
+    """One family and n: every estimator on the graph of every seed."""
     from repro26.srgw import evaluate
 
     _check(run.cfg)
-    family, _, n = (run.variant or "").partition(":")
+    family, n = run.variant["family"], run.variant["n"]
     if family not in evaluate.families(run.cfg):
-        raise UsageError(f"--variant: family '{family}' unknown (expected FAMILY:N); allowed: "
+        raise UsageError(f"--variant family: '{family}' is unknown; allowed: "
                          f"{', '.join(evaluate.families(run.cfg))}")
     ns = evaluate.family_ns(run.cfg, family)
-    if not n.isdigit() or int(n) not in ns:
-        raise UsageError(f"--variant: n '{n}' is not on {family}'s grid (expected FAMILY:N); "
-                         f"allowed: {', '.join(map(str, ns))}")
-    rows = evaluate.fit_family_n(run.cfg, family, int(n), progress=run.progress)
+    if n not in ns:
+        raise UsageError(f"--variant n: {n} is not on {family}'s grid; allowed: "
+                         f"{', '.join(map(str, ns))}")
+    rows = evaluate.fit_family_n(run.cfg, family, n, progress=run.progress)
     io.write_table(run.out, rows, run.meta())
 
 
+@stage(seed=True)
 def pot_stage(run: Run) -> None:
     """Ours vs POT's solver (same estimator, same initial couplings) for one seed."""
     from repro26.srgw import evaluate
 
     _check(run.cfg)
-    if run.seed is None:
-        raise UsageError("--seed: the pot stage needs a seed")
     rows = evaluate.pot_compare_seed(run.cfg, run.seed, progress=run.progress)
     io.write_table(run.out, rows, run.meta())
 
 
+@stage()
 def real_stage(run: Run) -> None:
     """srGW block models of the networkx graphs: table + arrays (adjacency, labels, C)."""
     from repro26.srgw import evaluate
@@ -134,6 +137,7 @@ def real_stage(run: Run) -> None:
     io.write_npz(out.with_suffix(".npz"), compressed=True, **arrays)
 
 
+@stage()
 def evaluate_stage(run: Run) -> None:
     """Concatenate the per-job tables into ``fits.csv`` and ``pot.csv`` (in ``--out``), and
     summarise the K used per (family, n) in ``k_chosen.csv``."""
@@ -152,31 +156,10 @@ def evaluate_stage(run: Run) -> None:
     io.write_table(out / "k_chosen.csv", evaluate.k_choice_rows(fits), run.meta())
 
 
-def _figure(name: str):
-    def stage(run: Run) -> None:
-        from repro26.srgw import figures
-
-        getattr(figures, name)(run)
-
-    stage.__doc__ = f"Figure {name} (reads tables only)."
-    return stage
-
-
-def claims_stage(run: Run) -> None:
-    from repro26.srgw import claims
-
-    claims.write(run)
-
-
 STAGES = {
     "data": data_stage,
     "fit": fit_stage,
     "pot": pot_stage,
     "real": real_stage,
     "evaluate": evaluate_stage,
-    "figure_error_vs_n": _figure("error_vs_n"),
-    "figure_gap_vs_n": _figure("gap_vs_n"),
-    "figure_time_vs_n": _figure("time_vs_n"),
-    "figure_real_networks": _figure("real_networks"),
-    "claims": claims_stage,
 }

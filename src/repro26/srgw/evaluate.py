@@ -439,19 +439,3 @@ def slope_summary(ns, values_by_seed) -> dict:
     finite = [s for s in slopes if np.isfinite(s)]
     out = summary(finite) if finite else {"mean": float("nan"), "ci95": [float("nan")] * 2, "n": 0}
     return {**out, "per_seed": slopes}
-
-
-def pivot(table: dict[str, np.ndarray], value: str, **where) -> tuple[np.ndarray, np.ndarray]:
-    """``(ns, values[seed, n])`` of column ``value`` for the rows matching ``where``."""
-    mask = np.ones(len(table["n"]), bool)
-    for col, val in where.items():
-        mask &= table[col] == val
-    ns = np.unique(table["n"][mask])
-    seeds = np.unique(table["seed"][mask])
-    out = np.full((len(seeds), len(ns)), np.nan)
-    for s_i, s in enumerate(seeds):
-        for n_i, n in enumerate(ns):
-            sel = mask & (table["seed"] == s) & (table["n"] == n)
-            if sel.any():
-                out[s_i, n_i] = float(np.asarray(table[value][sel], float)[0])
-    return ns, out

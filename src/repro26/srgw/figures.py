@@ -1,14 +1,14 @@
-"""Figures of the srgw experiments; each reads tables (and the real-network arrays) only."""
+"""Figures of the srgw experiments, in the paper's order; each reads tables (and the real-network
+arrays) only, and its docstring is its caption."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 
 from matplotlib import ticker as plt_ticker
 
-from repro26.core import io, plotting
+from repro26.core import plotting, tables
+from repro26.core.method import figure, figures_by_name
 from repro26.srgw import evaluate
 
 COLORS = {"srgw": "C0", "usvt": "C1", "sas": "C2", "nh": "C3", "sc": "C4", "pot": "C5",
@@ -16,7 +16,7 @@ COLORS = {"srgw": "C0", "usvt": "C1", "sas": "C2", "nh": "C3", "sc": "C4", "pot"
 
 
 def _fits(run) -> dict[str, np.ndarray]:
-    return io.read_table(run.input("fits.csv"))
+    return tables.read(run.input("fits.csv"))
 
 
 def _families(table) -> list[str]:
@@ -38,9 +38,19 @@ def _ci_line(ax, ns, vals, label, color, **kw):
         plotting.line_with_ci(ax, ns, vals, label=label, color=color, marker="o", ms=3, **kw)
 
 
-def error_vs_n(run) -> None:
-    """Experiment 1: MSE of P_hat vs n per family (log-log, CI over seeds) with the rate line;
-    ARI vs n for the SBMs in the last row."""
+@figure("tables/fits.csv")
+def error_vs_n(run):
+    """Experiment 1 (srgw): mean squared error of the estimated edge-probability matrix P̂ against
+    the true P (off-diagonal mean) vs the number of nodes n, log-log, for each SBM and smooth
+    graphon; srGW block model vs USVT, sorting-and-smoothing, network histogram and spectral
+    clustering + block means. Bands: 95% CI over seeds. SBMs use their true K; smooth graphons
+    the K of the configured k_rule (validation: the K among 0.5, 1, 2 × ⌈n^{1/3}⌉ with the
+    smallest held-out squared error on 10% hidden node pairs, per graph; the K chosen per
+    (family, n) is in tables/k_chosen.csv), shared by every K-block estimator; dotted: srGW at
+    the rate-theory K ⌈n^{1/3}⌉. Dashed: the minimax/oracle rate K²/n² + log K/n (+ K⁻² for
+    graphons, rate-theory K) scaled to srGW's first point. The network histogram refines its
+    spectral-order bins by greedy likelihood-increasing label switching. Last row: adjusted
+    Rand index of the recovered SBM blocks."""
     table = _fits(run)
     fams = _families(table)
     sbms = [f for f in fams if table["kind"][table["family"] == f][0] == "sbm"]
@@ -54,17 +64,17 @@ def error_vs_n(run) -> None:
         ax = axes.ravel()[i]
         ax.set_visible(True)
         for est in evaluate.ESTIMATORS:
-            ns, vals = evaluate.pivot(table, "mse", family=fam, estimator=est)
+            ns, vals = tables.pivot(table, "mse", family=fam, estimator=est)
             _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
         kind = table["kind"][table["family"] == fam][0]
         validated = kind != "sbm" and run.cfg.k_rule == "validation"
         if validated:
-            ns, alt = evaluate.pivot(table, "mse", family=fam, estimator="srgw_ktheory")
+            ns, alt = tables.pivot(table, "mse", family=fam, estimator="srgw_ktheory")
             _ci_line(ax, ns, alt, evaluate.ESTIMATOR_LABELS["srgw_ktheory"], COLORS["srgw"],
                      ls=":")
-        ns, K = evaluate.pivot(table, "K_theory", family=fam, estimator="srgw")
+        ns, K = tables.pivot(table, "K_theory", family=fam, estimator="srgw")
         rate = evaluate.theory_rate(kind, ns, K[0])
-        _, ours = evaluate.pivot(table, "mse", family=fam, estimator="srgw")
+        _, ours = tables.pivot(table, "mse", family=fam, estimator="srgw")
         anchor = np.nanmean(ours[:, 0]) / rate[0]
         ax.plot(ns, anchor * rate, "k--", lw=1, label="minimax rate (scaled)")
         _n_axis(ax, ns)
@@ -80,7 +90,7 @@ def error_vs_n(run) -> None:
             ax = axes.ravel()[base + j]
             ax.set_visible(True)
             for est in ("srgw", "sas", "nh", "sc"):
-                ns, vals = evaluate.pivot(table, "ari", family=fam, estimator=est)
+                ns, vals = tables.pivot(table, "ari", family=fam, estimator=est)
                 _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
             _n_axis(ax, ns)
             ax.set_ylim(-0.05, 1.05)
@@ -88,19 +98,23 @@ def error_vs_n(run) -> None:
             ax.set_ylabel("ARI")
     fig.subplots_adjust(hspace=0.6, wspace=0.35)
     fig.suptitle("Estimation error vs n (mean, 95% CI over seeds)")
-    plotting.save(fig, run.out)
+    return fig
 
 
-def gap_vs_n(run) -> None:
-    """Experiment 2: relaxed-vs-rounded optimality gap vs n, with the O(1/n) bound."""
+@figure("tables/fits.csv")
+def gap_vs_n(run):
+    """Experiment 2 (srgw): optimality gap F(rounded) − F(relaxed) between the relaxed srGW
+    solution and its deterministic rounding vs n (crosses: gap exactly 0), with the bound max
+    C̄²/n (dashed, slope −1) on what the relaxation can gain; right: fraction of rows of the
+    coupling T that are not one-hot."""
     table = _fits(run)
     fams = _families(table)
     fig, axes = plotting.subplots(1, 2, width=4.4, height=3.3)
     ax = axes[0, 0]
-    bounds = {f: evaluate.pivot(table, "gap_bound", family=f, estimator="srgw") for f in fams}
+    bounds = {f: tables.pivot(table, "gap_bound", family=f, estimator="srgw") for f in fams}
     floor = min(np.nanmin(b) for _, b in bounds.values()) / 100
     for i, fam in enumerate(fams):
-        ns, gap = evaluate.pivot(table, "gap", family=fam, estimator="srgw")
+        ns, gap = tables.pivot(table, "gap", family=fam, estimator="srgw")
         color = f"C{i % 10}"
         ax.plot(ns, np.nanmean(bounds[fam][1], 0), color=color, ls="--", lw=1)
         grid = np.broadcast_to(ns, gap.shape)
@@ -115,26 +129,32 @@ def gap_vs_n(run) -> None:
     ax.legend(fontsize=5, ncol=2)
     ax = axes[0, 1]
     for i, fam in enumerate(fams):
-        ns, frac = evaluate.pivot(table, "fractional_rows", family=fam, estimator="srgw")
+        ns, frac = tables.pivot(table, "fractional_rows", family=fam, estimator="srgw")
         _ci_line(ax, ns, frac, fam, f"C{i % 10}")
     ax.legend(fontsize=6)
     _n_axis(ax, ns)
     ax.set_ylabel("fraction of rows")
     ax.set_title("rows of relaxed T not one-hot", fontsize=8)
     fig.suptitle("Relaxed vs deterministic (rounded) srGW objective", y=1.04)
-    plotting.save(fig, run.out)
+    return fig
 
 
-def time_vs_n(run) -> None:
-    """Experiment 3: wall time vs n: ours vs POT (same estimator) and vs the baselines."""
+@figure("tables/fits.csv", "tables/pot.csv")
+def time_vs_n(run):
+    """Experiment 3 (srgw): wall time to tolerance vs n. Left: our JAX block-coordinate
+    conditional gradient (all initial couplings in one vmapped call, compile excluded) vs the
+    same estimator with POT's semirelaxed_gromov_wasserstein as the T-step from the same
+    initial couplings. Right: all estimators (median over families) at the K in use; the held-
+    out validation that picks K for smooth graphons (column k_select_s of fits.csv) is not
+    included. Timings on a shared 2-core CPU machine."""
     table = _fits(run)
-    pot = io.read_table(run.input("pot.csv"))
+    pot = tables.read(run.input("pot.csv"))
     fig, axes = plotting.subplots(1, 2, width=4.4, height=3.3)
     ax = axes[0, 0]
     if len(pot.get("n", [])):
         for j, fam in enumerate(_families(pot)):
-            ns, ours = evaluate.pivot(pot, "ours_time_s", family=fam)
-            _, ref = evaluate.pivot(pot, "pot_time_s", family=fam)
+            ns, ours = tables.pivot(pot, "ours_time_s", family=fam)
+            _, ref = tables.pivot(pot, "pot_time_s", family=fam)
             ls = "-" if j == 0 else ":"
             # few POT seeds: mean line and every instance as a dot (a t-CI over 2 seeds is
             # uninformative)
@@ -162,12 +182,16 @@ def time_vs_n(run) -> None:
     ax.set_ylabel("wall time (s), median over families")
     ax.set_title("all estimators (compile excluded)", fontsize=8)
     ax.legend(fontsize=6)
-    plotting.save(fig, run.out)
+    return fig
 
 
-def real_networks(run) -> None:
-    """Experiment 4: reordered adjacency (nodes sorted by srGW block) and the fitted W_hat."""
-    table = io.read_table(run.input("real.csv"))
+@figure("real/real.csv", "real/real.npz")
+def real_networks(run):
+    """Experiment 4 (srgw): srGW block models of the networks networkx ships (karate club, les
+    misérables, florentine families, Davis southern women). Top: adjacency with nodes sorted by
+    fitted block (red lines: block boundaries; ARI against the club split / women-vs-events
+    where known). Bottom: the fitted step-function graphon Ŵ(u, v) = C̄[z(u), z(v)]."""
+    table = tables.read(run.input("real.csv"))
     with np.load(run.input("real.npz")) as arrays:
         arrays = {k: arrays[k] for k in arrays.files}
     names = table["network"].tolist()
@@ -198,4 +222,7 @@ def real_networks(run) -> None:
         ax.grid(False)
     fig.colorbar(image, ax=axes[1, :].tolist(), shrink=0.8, label="edge probability")
     fig.suptitle("srGW block models of networkx graphs")
-    plotting.save(fig, Path(run.out))
+    return fig
+
+
+FIGURES = figures_by_name(error_vs_n, gap_vs_n, time_vs_n, real_networks)
