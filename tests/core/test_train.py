@@ -106,3 +106,56 @@ def test_vmapped_seeds_give_per_seed_metrics():
     _, history = run_loop(jax.vmap(STEP, in_axes=(0, None, None)), states, W_TRUE,
                           key=jax.random.key(1), num_steps=20, chunk_size=10, progress=False)
     assert history["loss"].shape == (20, 3)
+
+
+def _same_params(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(
+        jax.tree.leaves(eqx.filter(a, eqx.is_array)), jax.tree.leaves(eqx.filter(b, eqx.is_array))))
+
+
+def test_checkpoint_of_another_job_is_not_resumed(tmp_path, uninterrupted, capsys):
+    """The stale-checkpoint fault: a finished checkpoint from a run with another config must not
+    make a rerun skip training."""
+    from repro26.core import jobs
+
+    ckpt = tmp_path / "run.ckpt"
+    with jobs.job("config-A"):
+        run_loop(STEP, fresh_state(), W_TRUE * 3, key=jax.random.key(1), num_steps=300,
+                 chunk_size=25, checkpoint_path=ckpt, checkpoint_every=50, progress=False)
+        raise_later = ckpt.exists()  # kept while the job runs
+    assert raise_later and not ckpt.exists(), "a successful job deletes its checkpoints"
+    with pytest.raises(RuntimeError):
+        with jobs.job("config-A"):  # killed after training: checkpoint stays for a rerun
+            run_loop(STEP, fresh_state(), W_TRUE * 3, key=jax.random.key(1), num_steps=300,
+                     chunk_size=25, checkpoint_path=ckpt, checkpoint_every=50, progress=False)
+            raise RuntimeError("killed before the final output")
+    assert ckpt.exists()
+    with jobs.job("config-B"):  # the config changed: W_TRUE instead of 3 W_TRUE
+        state, history = run_loop(STEP, fresh_state(), W_TRUE, key=jax.random.key(1),
+                                  num_steps=300, chunk_size=25, checkpoint_path=ckpt,
+                                  checkpoint_every=50, progress=False)
+    assert "written by another job" in capsys.readouterr().err
+    assert _same_params(state, uninterrupted[0]) and len(history["loss"]) == 300
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_step", "flip_payload", "garbage", "empty"])
+def test_damaged_checkpoint_restarts_with_one_line(tmp_path, uninterrupted, capsys, damage):
+    ckpt = tmp_path / "run.ckpt"
+    train(150, ckpt)
+    data = bytearray(ckpt.read_bytes())
+    header = len(b"repro26-ckpt-v2\n") + 2  # magic + empty tag length
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "flip_step":
+        data[header:header + 8] = (10**9).to_bytes(8, "little")
+    elif damage == "flip_payload":
+        data[-3] ^= 0xFF
+    elif damage == "garbage":
+        data = bytearray(b"\x00" * 64)
+    else:
+        data = bytearray()
+    ckpt.write_bytes(bytes(data))
+    state, history = train(300, ckpt)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("repro26:")]
+    assert len(err) == 1 and "training starts over" in err[0], err
+    assert _same_params(state, uninterrupted[0]) and len(history["loss"]) == 300

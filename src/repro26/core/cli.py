@@ -33,6 +33,7 @@ from repro26.core.config import (
     parse_config,
     resolve_section,
 )
+from repro26.core import jobs
 from repro26.core.method import Stage, format_variant, parse_variant
 from repro26.core.registry import METHODS, implemented_methods, is_implemented, load_method
 
@@ -66,6 +67,14 @@ class Run:
         elif isinstance(self.variant, str):
             job["variant"] = self.variant
         return run_metadata(self.cfg_hash, **job, **extra)
+
+    @property
+    def job_tag(self) -> str:
+        """Identity of this job's result: checkpoints from any other job are not resumed."""
+        from repro26.core.jobs import job_tag
+
+        return job_tag(method=self.method, stage=self.stage, scale=self.scale,
+                       config=self.cfg_hash, variant=self.variant, seed=self.seed, out=str(self.out))
 
     def input(self, name: str) -> Path:
         """The ``--input`` whose file name is ``name`` (or ends with it)."""
@@ -246,7 +255,9 @@ def run_stage(method: str, stage_name: str, *, name: str | None = None,
         raise UsageError(f"--input: {missing[0]} does not exist (run the stage that writes it)")
     out = Path(out) if out is not None else Path("results") / scale / method
     enable_compile_cache()
-    st(Run(method, stage_name, scale, cfg, cfg_hash, out, seed, variant, inputs, progress))
+    run = Run(method, stage_name, scale, cfg, cfg_hash, out, seed, variant, inputs, progress)
+    with jobs.job(run.job_tag):
+        st(run)
 
 
 def _list() -> None:

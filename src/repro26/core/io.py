@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import tempfile
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -190,23 +191,56 @@ def read_table_meta(path: str | Path) -> dict[str, str]:
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def save_checkpoint(path: str | Path, tree: Any, step: int) -> None:
-    """Serialise the pytree ``tree`` (arrays and eqx modules) and its step, atomically."""
+CHECKPOINT_MAGIC = b"repro26-ckpt-v2\n"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint cannot be used: truncated, corrupted, or written for another job."""
+
+
+def save_checkpoint(path: str | Path, tree: Any, step: int, tag: str = "") -> None:
+    """Serialise the pytree ``tree`` (arrays and eqx modules) with its step and the ``tag`` of
+    the job that wrote it, atomically. A CRC32 of the payload lets :func:`load_checkpoint` tell
+    a damaged file from a good one."""
     import equinox as eqx
 
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(int(step).to_bytes(8, "little"))
-            eqx.tree_serialise_leaves(f, tree)
-            f.flush()
-            os.fsync(f.fileno())
+    buffer = io.BytesIO()
+    eqx.tree_serialise_leaves(buffer, tree)
+    payload = buffer.getvalue()
+    tag_bytes = tag.encode()
+    header = (CHECKPOINT_MAGIC + len(tag_bytes).to_bytes(2, "little") + tag_bytes
+              + int(step).to_bytes(8, "little") + len(payload).to_bytes(8, "little")
+              + zlib.crc32(payload).to_bytes(4, "little"))
+    atomic_write_bytes(path, header + payload)
 
 
-def load_checkpoint(path: str | Path, like: Any) -> tuple[Any, int]:
-    """Load a checkpoint into the structure of ``like``; returns ``(tree, step)``."""
+def load_checkpoint(path: str | Path, like: Any, tag: str | None = None) -> tuple[Any, int]:
+    """Load a checkpoint into the structure of ``like``; returns ``(tree, step)``. Raises
+    :class:`CheckpointError` (one line) if the file is damaged, or if ``tag`` is given and the
+    checkpoint was written by another job."""
     import equinox as eqx
 
-    with open(path, "rb") as f:
-        step = int.from_bytes(f.read(8), "little")
-        tree = eqx.tree_deserialise_leaves(f, like)
+    data = Path(path).read_bytes()
+    if not data.startswith(CHECKPOINT_MAGIC):
+        raise CheckpointError("not a repro26 checkpoint (or written by an older version)")
+    view = data[len(CHECKPOINT_MAGIC):]
+    try:
+        n_tag = int.from_bytes(view[:2], "little")
+        stored_tag = view[2:2 + n_tag].decode()
+        rest = view[2 + n_tag:]
+        step = int.from_bytes(rest[:8], "little")
+        length = int.from_bytes(rest[8:16], "little")
+        crc = int.from_bytes(rest[16:20], "little")
+        payload = rest[20:]
+    except (UnicodeDecodeError, IndexError):
+        raise CheckpointError("damaged header") from None
+    if len(payload) != length or zlib.crc32(payload) != crc:
+        raise CheckpointError(f"truncated or corrupted ({len(payload)} of {length} bytes, "
+                              "checksum mismatch)")
+    if tag is not None and stored_tag != tag:
+        raise CheckpointError("written by another job (config, stage, variant or seed differ)")
+    try:
+        tree = eqx.tree_deserialise_leaves(io.BytesIO(payload), like)
+    except Exception as err:  # shape/structure mismatch: equinox raises several kinds
+        raise CheckpointError(f"does not fit the model ({type(err).__name__})") from None
     return tree, step

@@ -31,7 +31,7 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-from repro26.core import io
+from repro26.core import io, jobs
 
 Metrics = Mapping[str, jax.Array]
 StepFn = Callable[[Any, Any, jax.Array], tuple[Any, Metrics]]
@@ -111,13 +111,17 @@ def run_loop(
     chunk_size: int = 100,
     checkpoint_path: str | Path | None = None,
     checkpoint_every: int | None = None,
+    checkpoint_tag: str | None = None,
     desc: str = "train",
     progress: bool = True,
 ) -> tuple[Any, dict[str, np.ndarray]]:
     """Run ``num_steps`` of ``step_fn``; returns the final state and the metric history.
 
     The history maps each metric name to an array with one row per step. If
-    ``checkpoint_path`` exists, training resumes from it (its state and history).
+    ``checkpoint_path`` exists, training resumes from it (its state and history), but only if
+    it was written by the same job (``checkpoint_tag``, by default the identity of the stage
+    being run, see :mod:`repro26.core.jobs`) and is intact; otherwise one line says why and
+    training starts over. The running stage deletes the checkpoint once it has succeeded.
     """
     if chunk_size < 1 or num_steps < 0:
         raise ValueError("chunk_size must be >= 1 and num_steps >= 0")
@@ -126,12 +130,15 @@ def run_loop(
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     hist_path = ckpt.with_name(ckpt.name + ".history.npz") if ckpt is not None else None
 
+    job = jobs.current()
+    if checkpoint_tag is None:
+        checkpoint_tag = job.tag if job is not None else ""
     start, history = 0, {}
-    if ckpt is not None and ckpt.is_file():
-        state, start = io.load_checkpoint(ckpt, state)
-        if hist_path is not None and hist_path.is_file():
-            with np.load(hist_path) as saved:
-                history = {k: [saved[k][:start]] for k in saved.files}
+    if ckpt is not None:
+        if job is not None:
+            job.register(ckpt, hist_path)
+        if ckpt.is_file():
+            state, start, history = _resume(ckpt, hist_path, state, checkpoint_tag, num_steps)
 
     run_chunk = _make_chunk_runner(step_fn)
     bar = tqdm(
@@ -155,13 +162,32 @@ def run_loop(
                         rate=f"{rate:.3g}/s", refresh=False)
         bar.update(n)
         if ckpt is not None and checkpoint_every and (step - last_ckpt >= checkpoint_every or step == num_steps):
-            _save(ckpt, hist_path, state, step, history)
+            _save(ckpt, hist_path, state, step, history, checkpoint_tag)
             last_ckpt = step
     bar.close()
     return state, {k: np.concatenate(v) for k, v in history.items()}
 
 
-def _save(ckpt: Path, hist_path: Path, state: Any, step: int, history: dict) -> None:
+def _resume(ckpt: Path, hist_path: Path, like: Any, tag: str, num_steps: int):
+    """``(state, step, history)`` from a checkpoint, or a fresh start (with one line on stderr)
+    when it is damaged, from another job, or its history does not reach its step."""
+    try:
+        state, start = io.load_checkpoint(ckpt, like, tag)
+        if not 0 <= start <= num_steps:
+            raise io.CheckpointError(f"its step {start} is outside 0..{num_steps}")
+        history = {}
+        if start:
+            with np.load(hist_path) as saved:
+                history = {k: [saved[k][:start]] for k in saved.files}
+            if any(len(v[0]) != start for v in history.values()):
+                raise io.CheckpointError(f"its metric history is shorter than step {start}")
+    except (io.CheckpointError, OSError, ValueError) as err:
+        print(f"repro26: checkpoint {ckpt}: {err}; training starts over", file=sys.stderr)
+        return like, 0, {}
+    return state, start, history
+
+
+def _save(ckpt: Path, hist_path: Path, state: Any, step: int, history: dict, tag: str) -> None:
     """History first, then the state: a kill between the two leaves a consistent pair."""
     io.write_npz(hist_path, **{k: np.concatenate(v) for k, v in history.items()})
-    io.save_checkpoint(ckpt, state, step)
+    io.save_checkpoint(ckpt, state, step, tag)
