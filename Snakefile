@@ -82,5 +82,7 @@ rule report:
 
 
 
-# Last, once every rule exists: a misspelt target gets one line and exit 2.
+# Last, once every rule exists: SLURM account and partitions, and a misspelt target gets one
+# line and exit 2.
+apply_slurm_settings()
 check_named_targets()

@@ -10,6 +10,9 @@ from snakemake.utils import validate
 
 import difflib
 import importlib
+import shlex
+
+from snakemake.settings.types import DeploymentMethod
 
 from repro26.core.config import ConfigError, UsageError, as_dict, parse_config, resolve_section
 from repro26.core.registry import METHODS, load_method
@@ -38,6 +41,7 @@ def _validate_globals():
 _validate_globals()
 
 ENV = "../../environment.yml"
+SLURM = {"account": "", "cpu_partition": "cpu", "gpu_partition": "gpu", **config.get("slurm", {})}
 SCALE = config["scale"]
 THREADS = config["threads"]
 RESULTS = f"results/{SCALE}"
@@ -109,20 +113,44 @@ def claims_path(method):
     return out(method, "claims.json")
 
 
+def _repro26_command():
+    """The ``repro26`` of the interpreter running Snakemake, so that jobs do not depend on the
+    caller's PATH (cluster jobs inherit the submitting shell's, where the venv may not be
+    active); with ``--use-conda``, the one inside the job's environment."""
+    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+        return "repro26"
+    script = Path(sys.executable).with_name("repro26")
+    return shlex.quote(str(script)) if script.is_file() else "repro26"
+
+
+REPRO26 = _repro26_command()
+
+
 def stage(method, name, extra=""):
     """Shell command running one stage, its output to the rule's log; reads the resolved config
     the method_config rule wrote."""
     return (
-        f"repro26 {method} {name} --config {out(method, 'config.json')} --scale {SCALE}"
+        f"{REPRO26} {method} {name} --config {out(method, 'config.json')} --scale {SCALE}"
         f" --threads {{threads}} {extra} > {{log}} 2>&1"
     )
+
+
+def apply_slurm_settings():
+    """Every rule that does not choose its own partition runs on ``slurm.cpu_partition``, and
+    is charged to ``slurm.account`` when one is set (config/config.yaml). Called once all rules
+    exist; ignored by local runs."""
+    for defined in workflow.rules:
+        if "slurm_partition" not in defined.resources:
+            defined.resources["slurm_partition"] = SLURM["cpu_partition"]
+        if SLURM["account"] and "slurm_account" not in defined.resources:
+            defined.resources["slurm_account"] = SLURM["account"]
 
 
 def train_resources(mem_mb_small=2000, mem_mb_paper=32000, runtime_paper=720):
     """Resources of a training job: a GPU and more memory at `paper` scale (SLURM reads them)."""
     if SCALE == "paper":
         return {"mem_mb": mem_mb_paper, "runtime": runtime_paper, "gpu": 1,
-                "slurm_partition": config["gpu_partition"]}
+                "slurm_partition": SLURM["gpu_partition"]}
     return {"mem_mb": mem_mb_small, "runtime": 60, "gpu": 0}
 
 
