@@ -305,6 +305,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FloatingPointError as err:  # NonFiniteLossError: a failed run, not bad input
         print(f"repro26: training stopped: {err}", file=sys.stderr)
         return 1
+    except OSError as err:  # an output folder that is a file, no permission, a full disk
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"repro26: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     return 0
 
 

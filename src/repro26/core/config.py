@@ -209,11 +209,12 @@ def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
     unknown = sorted(set(values) - set(fields))
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown field; allowed: {', '.join(fields)}")
-    kwargs = {}
+    # values given first (a wrong one is the likelier mistake), then what is missing
+    kwargs = {name: coerce(values[name], hints[name], f"{where}.{name}")
+              for name in fields if name in values}
     for name, field in fields.items():
-        if name in values:
-            kwargs[name] = coerce(values[name], hints[name], f"{where}.{name}")
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+        if name not in values and field.default is dataclasses.MISSING \
+                and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{where}.{name}: missing (type {_type_name(hints[name])})")
     return cls(**kwargs)
 

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import tempfile
+import zipfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
@@ -159,15 +160,53 @@ def _parse_cell(text: str) -> Any:
 
 
 def read_table(path: str | Path) -> dict[str, np.ndarray]:
-    """Read a table written by :func:`write_table` as a mapping of column arrays."""
+    """Read a table written by :func:`write_table` as a mapping of column arrays. A missing,
+    empty, truncated or ragged file is a one-line :class:`UsageError` naming it."""
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"input table {path} does not exist (run the stage that writes it)")
-    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
-    reader = csv.DictReader(lines)
+    try:
+        lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    except UnicodeDecodeError:
+        raise UsageError(f"input table {path} is not a text CSV file") from None
+    if not lines:
+        raise UsageError(f"input table {path} is empty (no header line)")
+    reader = csv.reader(lines)
+    columns = next(reader)
     records = list(reader)
-    columns = reader.fieldnames or []
-    return {c: np.asarray([_parse_cell(r[c]) for r in records]) for c in columns}
+    for number, record in enumerate(records, start=2):
+        if len(record) != len(columns):
+            raise UsageError(f"input table {path}: row {number} has {len(record)} fields, the "
+                             f"header {len(columns)} (truncated or corrupted file)")
+    return Table(path, {c: np.asarray([_parse_cell(r[i]) for r in records])
+                        for i, c in enumerate(columns)})
+
+
+class Table(dict):
+    """Columns of a table read from ``path``: asking for a column it lacks (a wrong file was
+    given) is a one-line :class:`UsageError` naming the file and its columns."""
+
+    def __init__(self, path: Path, columns: Mapping[str, np.ndarray]):
+        super().__init__(columns)
+        self.path = path
+
+    def __missing__(self, column: str):
+        raise UsageError(f"input table {self.path}: no column '{column}' "
+                         f"(has {', '.join(self) or 'none'}; is it the right file?)")
+
+
+def read_npz(path: str | Path) -> dict[str, np.ndarray]:
+    """All arrays of an ``.npz`` file, loaded; a missing, truncated or foreign file is a
+    one-line :class:`UsageError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"input file {path} does not exist (run the stage that writes it)")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
+        raise UsageError(f"input file {path} is not a readable .npz archive "
+                         f"({type(err).__name__}: truncated or corrupted?)") from None
 
 
 def write_npz(path: str | Path, compressed: bool = False, **arrays: Any) -> None:

@@ -44,10 +44,11 @@ class Config:
     tol_log10: float = -5.0  # FW-gap tolerance 10**tol_log10 (see evaluate.tolerance)
     usvt_eta: float = 0.01
     usvt_k_max: int = 20
-    pot_families: tuple[str, ...] = ()
+    pot_families: tuple[str, ...] = ("sbm_bal_assort", "absdiff")
     pot_ns: tuple[int, ...] = ()
     pot_seeds: tuple[int, ...] = (0,)
-    real_networks: dict[str, int] = dataclasses.field(default_factory=dict)
+    real_networks: dict[str, int] = dataclasses.field(
+        default_factory=lambda: {"karate": 2, "lesmis": 6, "florentine": 3, "davis": 2})
 
 
 def _check(cfg: Config) -> None:

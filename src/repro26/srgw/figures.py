@@ -7,7 +7,7 @@ import numpy as np
 
 from matplotlib import ticker as plt_ticker
 
-from repro26.core import plotting, tables
+from repro26.core import io, plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.srgw import evaluate
 
@@ -192,8 +192,7 @@ def real_networks(run):
     fitted block (red lines: block boundaries; ARI against the club split / women-vs-events
     where known). Bottom: the fitted step-function graphon Ŵ(u, v) = C̄[z(u), z(v)]."""
     table = tables.read(run.input("real.csv"))
-    with np.load(run.input("real.npz")) as arrays:
-        arrays = {k: arrays[k] for k in arrays.files}
+    arrays = io.read_npz(run.input("real.npz"))
     names = table["network"].tolist()
     fig, axes = plotting.subplots(2, len(names), width=2.9, height=2.8)
     for j, name in enumerate(names):
