@@ -15,6 +15,8 @@ import shlex
 from snakemake.settings.types import DeploymentMethod
 
 from repro26.core.config import ConfigError, UsageError, as_dict, parse_config, resolve_section
+from repro26.core.cli import method_claims, method_figures
+from repro26.core.plotting import rst_text
 from repro26.core.registry import METHODS, load_method
 
 
@@ -38,6 +40,18 @@ def _validate_globals():
         _fail(f"{field}: {error.message if error else 'does not match its schema'}")
 
 
+def _check_sections():
+    """Every top-level key is a global setting or a known method (suggest the close match)."""
+    known = set(_TOP_SCHEMA["properties"])
+    for key in config:
+        if key in known or key in METHODS:
+            continue
+        close = difflib.get_close_matches(key, [*METHODS, *known], n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        _fail(f"{key}: unknown section (not a method or a global setting){hint}")
+
+
+_check_sections()
 _validate_globals()
 
 ENV = "../../environment.yml"
@@ -63,6 +77,21 @@ PROTOCOL_METHODS = [
 METHOD_FIGURES = {}
 
 
+def declared_figures(method):
+    """Names of the method's figures, in the paper's order (figures.FIGURES)."""
+    return list(method_figures(method))
+
+
+def declared_figure(method, name):
+    """``(input paths, caption as reStructuredText)`` of one declared figure."""
+    fig = method_figures(method)[name]
+    return [out(method, p) for p in fig.input_paths(typed_config(method))], rst_text(fig.caption)
+
+
+def declared_claims_inputs(method):
+    return [out(method, p) for p in method_claims(method).input_paths(typed_config(method))]
+
+
 def method_config(method):
     """The method's settings at this scale (common merged with the scale's overrides), parsed
     through its ``Config`` dataclass (the one source of truth; an unknown key, a wrong type or
@@ -79,19 +108,6 @@ def typed_config(method):
     except (ConfigError, UsageError) as err:
         _fail(str(err))
 
-
-def _check_sections():
-    """Every top-level key is a global setting or a known method (suggest the close match)."""
-    known = set(Draft202012Validator(_TOP_SCHEMA).schema["properties"])
-    for key in config:
-        if key in known or key in METHODS:
-            continue
-        close = difflib.get_close_matches(key, [*METHODS, *known], n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        _fail(f"{key}: unknown section (not a method or a global setting){hint}")
-
-
-_check_sections()
 
 
 def out(method, *parts):

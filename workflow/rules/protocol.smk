@@ -1,76 +1,72 @@
-# Rules every method gets from what it declares (repro26.core.method): one rule per figure in
-# figures.FIGURES, the claims rule from claims.CLAIMS, and the named target `<method>`. Included
-# after the methods' own rule files, which hold only data, training and evaluation jobs.
-# Each rule is made inside its own function call: Snakemake evaluates `shell:` late, so a rule
-# written in a loop body would see the loop's last value.
-from repro26.core.cli import method_claims, method_figures
+# Rules every method gets from what it declares (repro26.core.method): its figures
+# (figures.FIGURES), its claims (claims.CLAIMS) and the target named after it. Included after the
+# methods' own rule files, which hold only data, training and evaluation jobs.
 
 
-def _figure_rule(method, name, tables):
-    png = out(method, "figures", f"{name}.png")
-
-    rule:
-        name:
-            f"{method}_figure_{name}"
-        input:
-            cfg=out(method, "config.json"),
-            tables=tables,
-        output:
-            png=report(png, caption=f"../../{out(method, 'figures', name + '.rst')}", category=method),
-            pdf=out(method, "figures", f"{name}.pdf"),
-            rst=out(method, "figures", f"{name}.rst"),
-        log:
-            log_path(method, f"figure_{name}"),
-        benchmark:
-            bench_path(method, f"figure_{name}")
-        threads: 1
-        conda:
-            ENV
-        shell:
-            stage(method, f"figure {name}", "--input {input.tables} --out {output.png}")
-
-    return png
-
-
-def _claims_rule(method, tables):
-    rule:
-        name:
-            f"{method}_claims"
-        input:
-            cfg=out(method, "config.json"),
-            tables=tables,
-        output:
-            claims_path(method),
-        log:
-            log_path(method, "claims"),
-        benchmark:
-            bench_path(method, "claims")
-        threads: 1
-        conda:
-            ENV
-        shell:
-            stage(method, "claims", "--input {input.tables} --out {output}")
+rule figure:
+    """One declared figure of one method, drawn from the tables it declares; its docstring is
+    the caption (also in Snakemake's report)."""
+    input:
+        cfg=f"{RESULTS}/{{method}}/config.json",
+        tables=lambda w: declared_figure(w.method, w.figure)[0],
+    output:
+        png=report(
+            f"{RESULTS}/{{method}}/figures/{{figure}}.png",
+            caption="../report/figure.rst",
+            category="{method}",
+        ),
+        pdf=f"{RESULTS}/{{method}}/figures/{{figure}}.pdf",
+        caption=f"{RESULTS}/{{method}}/figures/{{figure}}.rst",
+    params:
+        caption=lambda w: declared_figure(w.method, w.figure)[1],
+        config=lambda w: out(w.method, "config.json"),
+    log:
+        f"{RESULTS}/{{method}}/logs/figure_{{figure}}.log",
+    benchmark:
+        f"{RESULTS}/{{method}}/benchmarks/figure_{{figure}}.tsv"
+    wildcard_constraints:
+        method="|".join(PROTOCOL_METHODS) or "NO_METHOD_BUILT",
+        figure="|".join(sorted({f for m in PROTOCOL_METHODS for f in declared_figures(m)}))
+        or "NO_FIGURE",
+    threads: 1
+    conda:
+        ENV
+    shell:
+        f"{REPRO26} {{wildcards.method}} figure {{wildcards.figure}} --config {{params.config}}"
+        f" --scale {SCALE} --threads {{threads}} --input {{input.tables}} --out {{output.png}}"
+        " > {log} 2>&1"
 
 
-def _target_rule(method, pngs):
-    rule:
-        name:
-            method
-        input:
-            pngs,
-            claims_path(method),
+rule claims:
+    """The method's headline claims, evaluated on the tables it declares -> claims.json."""
+    input:
+        cfg=f"{RESULTS}/{{method}}/config.json",
+        tables=lambda w: declared_claims_inputs(w.method),
+    output:
+        f"{RESULTS}/{{method}}/claims.json",
+    log:
+        f"{RESULTS}/{{method}}/logs/claims.log",
+    benchmark:
+        f"{RESULTS}/{{method}}/benchmarks/claims.tsv"
+    wildcard_constraints:
+        method="|".join(PROTOCOL_METHODS) or "NO_METHOD_BUILT",
+    threads: 1
+    conda:
+        ENV
+    shell:
+        f"{REPRO26} {{wildcards.method}} claims --config {{input.cfg}} --scale {SCALE}"
+        " --threads {threads} --input {input.tables} --out {output} > {log} 2>&1"
 
 
-def _protocol_rules(method):
-    cfg = typed_config(method)
-    pngs = [
-        _figure_rule(method, name, [out(method, p) for p in fig.input_paths(cfg)])
-        for name, fig in method_figures(method).items()
-    ]
-    _claims_rule(method, [out(method, p) for p in method_claims(method).input_paths(cfg)])
-    _target_rule(method, pngs)
-    METHOD_FIGURES[method] = pngs
-
-
+# `snakemake <method>`: everything of one method (its figures and claims).
 for _method in PROTOCOL_METHODS:
-    _protocol_rules(_method)
+    METHOD_FIGURES[_method] = [
+        out(_method, "figures", f"{name}.png") for name in declared_figures(_method)
+    ]
+
+    rule:
+        name:
+            _method
+        input:
+            METHOD_FIGURES[_method],
+            claims_path(_method),
