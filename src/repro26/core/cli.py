@@ -274,11 +274,13 @@ def _report(argv: Sequence[str]) -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     check_scale(args.scale)
-    if args.out.suffix != ".md":
-        raise UsageError(f"--out: must name a .md file, got {args.out}")
+    if args.out.is_dir():
+        raise UsageError(f"--out: {args.out} is a folder; name the report file (e.g. report.md)")
     from repro26.core.report import build_report
 
-    build_report(list(args.input), args.scale, args.out, args.out.with_suffix(".html"))
+    html = args.out.with_suffix(".html") if args.out.suffix == ".md" else \
+        args.out.with_name(args.out.name + ".html")
+    build_report(list(args.input), args.scale, args.out, html)
 
 
 USAGE = ("usage: repro26 list | repro26 report --scale S --input CLAIMS... --out REPORT.md | "

@@ -15,7 +15,7 @@ from types import ModuleType
 
 from repro26.core.config import UsageError
 
-#: package name -> (abstract number in shared/seeds, short title)
+#: package name -> (abstract number in docs/abstracts.txt, short title)
 METHODS: dict[str, tuple[int, str]] = {
     "neural_ctmc": (1, "Neural CTMC: discrete diffusion by exit rate and jump distribution"),
     "rat_ncap": (2, "Rat v2 body and spinal-circuit NCAP controller"),
