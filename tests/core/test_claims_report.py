@@ -66,3 +66,12 @@ def test_report_formats_summaries_compactly_and_bounds_cells():
     assert "by_family: a=b={…}" in text and "per_seed" not in text
     long = _measured({f"k{i}": summary([i, i + 1.0]) for i in range(100)})
     assert len(long) < MAX_CELL + 60 and long.endswith("(all numbers in claims.json)")
+
+
+def test_positive_summary_is_the_log_scale_interval():
+    values = np.array([0.01, 0.1, 1.0])  # a wide spread of an error: the linear CI crosses 0
+    assert summary(values)["ci95"][0] < 0
+    s = summary(values, positive=True)
+    half = 4.302652729911275 * np.std(np.log(values), ddof=1) / np.sqrt(3)
+    assert np.isclose(s["mean"], 0.1) and s["scale"] == "log"
+    assert np.allclose(s["ci95"], [0.1 * np.exp(-half), 0.1 * np.exp(half)])

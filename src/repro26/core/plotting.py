@@ -66,9 +66,17 @@ def rst_text(text: str) -> str:
     return text
 
 
-def line_with_ci(ax, x, y_by_seed, label: str | None = None, **kw):
-    """Mean over seeds (rows of ``y_by_seed``) with a shaded 95% CI band."""
-    mean, half = mean_ci(np.asarray(y_by_seed, float), axis=0)
-    (line,) = ax.plot(x, mean, label=label, **kw)
-    ax.fill_between(x, mean - half, mean + half, color=line.get_color(), alpha=0.2, linewidth=0)
+def line_with_ci(ax, x, y_by_seed, label: str | None = None, positive: bool = False, **kw):
+    """Mean over seeds (rows of ``y_by_seed``) with a shaded 95% CI band. ``positive=True``
+    (errors, times, counts on a log axis): geometric mean and the interval of log y, which
+    never runs below 0."""
+    y = np.asarray(y_by_seed, float)
+    if positive:
+        mean, half = mean_ci(np.log(y), axis=0)
+        centre, lo, hi = np.exp(mean), np.exp(mean - half), np.exp(mean + half)
+    else:
+        mean, half = mean_ci(y, axis=0)
+        centre, lo, hi = mean, mean - half, mean + half
+    (line,) = ax.plot(x, centre, label=label, **kw)
+    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
     return line

@@ -17,6 +17,7 @@ from repro26.core.claims import VERDICTS, read_claims, verdict_of
 
 
 MAX_CELL = 700  # characters of "measured" shown per claim; the rest stays in claims.json
+MAX_VALUE = 240  # characters of one measured value in the HTML report
 
 
 def _is_summary(value: Any) -> bool:
@@ -49,6 +50,17 @@ def _measured(measured: dict) -> str:
     if len(text) > MAX_CELL:
         text = text[:MAX_CELL].rsplit(";", 1)[0] + " … (all numbers in claims.json)"
     return _cell(text)
+
+
+def _measured_html(measured: dict) -> str:
+    """Measured numbers as a two-column table (name, value), each value cut to a short line."""
+    rows = []
+    for key, value in measured.items():
+        text = _fmt(value)
+        if len(text) > MAX_VALUE:
+            text = text[:MAX_VALUE].rsplit(";", 1)[0] + " …"
+        rows.append(f"<tr><td>{html.escape(str(key))}</td><td>{html.escape(text)}</td></tr>")
+    return "<table class=measured>" + "".join(rows) + "</table>"
 
 
 def _cell(text: str) -> str:
@@ -179,7 +191,7 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
             body.append("<tr>" + "".join(f"<td>{x}</td>" for x in (
                 f"<b>{html.escape(c['id'])}</b>: {html.escape(c['statement'])}",
                 html.escape(c["paper"]),
-                html.escape(_measured(c["measured"])).replace("&lt;br&gt;", "<br>"),
+                _measured_html(c["measured"]),
                 html.escape(c.get("criterion", "") + note),
                 _verdict_html(verdict))) + "</tr>")
         body.append("</table>")
@@ -195,5 +207,7 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
         md.append("")
     io.atomic_write_text(md_path, "\n".join(md) + "\n")
     io.atomic_write_text(html_path, "<!doctype html><meta charset=utf-8><title>repro26 report</title>"
+                         "<style>table.measured td{border:none;padding:0 6px 0 0;font-size:90%}"
+                         "table.measured td:first-child{color:#555}</style>"
                          "<body style='font-family:sans-serif;max-width:1200px'>"
                          + "\n".join(body) + "</body>\n")

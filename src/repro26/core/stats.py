@@ -17,9 +17,20 @@ def mean_ci(values, axis: int = 0, level: float = 0.95):
     return mean, stats.t.ppf(0.5 + level / 2, n - 1) * sem
 
 
-def summary(values, level: float = 0.95) -> dict:
-    """``{"mean", "ci95": [lo, hi], "n"}`` of a 1-D sample (for claims.json)."""
+def summary(values, level: float = 0.95, positive: bool = False) -> dict:
+    """``{"mean", "ci95": [lo, hi], "n"}`` of a 1-D sample (for claims.json).
+
+    ``positive=True`` is for quantities that cannot be negative (errors, counts, times, ratios):
+    the interval is the t-interval of log(values) mapped back, so it never crosses 0, and
+    ``mean`` is the geometric mean (``"scale": "log"`` says so)."""
     values = np.asarray(values, dtype=float).reshape(-1)
+    if positive:
+        if np.any(values <= 0):
+            raise ValueError("summary(positive=True) needs values > 0")
+        mean, half = mean_ci(np.log(values), level=level)
+        return {"mean": float(np.exp(mean)), "ci95": [float(np.exp(mean - half)),
+                                                      float(np.exp(mean + half))],
+                "n": int(values.size), "scale": "log"}
     mean, half = mean_ci(values, level=level)
     return {"mean": float(mean), "ci95": [float(mean - half), float(mean + half)], "n": int(values.size)}
 
