@@ -28,6 +28,8 @@ GRAPHONS: dict[str, Callable[[Array, Array], Array]] = {
     "poly_sqrt": lambda u, v: 0.25 * (u**2 + v**2 + jnp.sqrt(u) + jnp.sqrt(v)),
     "absdiff": lambda u, v: jnp.abs(u - v),
     "logistic": lambda u, v: 1.0 / (1.0 + jnp.exp(-10.0 * (u**2 + v**2))),
+    # full rank (the Brownian-bridge covariance, eigenvalues 1/(k pi)^2): not USVT's best case
+    "bridge": lambda u, v: 4.0 * (jnp.minimum(u, v) - u * v),
 }
 
 #: networkx graphs with a node attribute that gives a reference partition (None: no labels).

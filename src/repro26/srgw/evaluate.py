@@ -33,7 +33,7 @@ from repro26.core.config import ConfigError
 from repro26.core.stats import loglog_slope, summary
 from repro26.srgw import data, model, solvers
 
-ESTIMATORS: tuple[str, ...] = ("srgw", "usvt", "sas", "nh", "sc")
+ESTIMATORS: tuple[str, ...] = ("srgw", "usvt", "sas", "nh", "sc", "density")
 ESTIMATOR_LABELS = {
     "srgw": "srGW (ours)",
     "srgw_ktheory": "srGW, K = rate theory",
@@ -42,6 +42,7 @@ ESTIMATOR_LABELS = {
     "nh": "network histogram",
     "sc": "spectral + block means",
     "pot": "POT srGW (same BCD)",
+    "density": "edge density (trivial)",
 }
 
 
@@ -63,6 +64,14 @@ def adjusted_rand_index(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @jax.jit
+def edge_density(A: jax.Array) -> jax.Array:
+    r"""The trivial estimator :math:`\hat P_{ij} = \bar\rho`, the off-diagonal edge density
+    (the Erdős–Rényi fit): what every estimator must beat before its rate means anything."""
+    n = A.shape[0]
+    rho = (jnp.sum(A) - jnp.trace(A)) / (n * (n - 1))
+    return jnp.full(A.shape, rho, dtype=jnp.float32)
+
+
 def mse_offdiag(P_hat: jax.Array, P: jax.Array) -> jax.Array:
     """Mean of (P_hat - P)^2 over the off-diagonal entries."""
     n = P.shape[0]
@@ -271,6 +280,10 @@ def fit_family_n(cfg, family: str, n: int, progress: bool = False) -> list[dict]
                 srgw_row = rows[-2]
                 if val_errors and K == K_theory:  # validation kept the theory K: same fit
                     rows.append({**srgw_row, "estimator": "srgw_ktheory"})
+        density, t_density = run("density", edge_density, A)
+        mse, _ = run("mse", mse_offdiag, density, P)
+        rows.append({**base, "estimator": "density", "mse": float(mse), "ari": float("nan"),
+                     "time_s": t_density})
         for name, estimator in baselines(cfg, K).items():
             out, secs = run(f"{name}{K}", estimator, A, k_base)
             mse, _ = run("mse", mse_offdiag, out.P_hat, P)

@@ -12,6 +12,7 @@ from repro26.core.method import figure, figures_by_name
 from repro26.srgw import evaluate
 
 COLORS = {"srgw": "C0", "usvt": "C1", "sas": "C2", "nh": "C3", "sc": "C4", "pot": "C5",
+          "density": "0.55",
           "srgw_ktheory": "C0"}
 
 
@@ -65,13 +66,13 @@ def error_vs_n(run):
         ax.set_visible(True)
         for est in evaluate.ESTIMATORS:
             ns, vals = tables.pivot(table, "mse", family=fam, estimator=est)
-            _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
+            _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est], positive=True)
         kind = table["kind"][table["family"] == fam][0]
         validated = kind != "sbm" and run.cfg.k_rule == "validation"
         if validated:
             ns, alt = tables.pivot(table, "mse", family=fam, estimator="srgw_ktheory")
             _ci_line(ax, ns, alt, evaluate.ESTIMATOR_LABELS["srgw_ktheory"], COLORS["srgw"],
-                     ls=":")
+                     positive=True, ls=":")
         ns, K = tables.pivot(table, "K_theory", family=fam, estimator="srgw")
         rate = evaluate.theory_rate(kind, ns, K[0])
         _, ours = tables.pivot(table, "mse", family=fam, estimator="srgw")
@@ -176,7 +177,7 @@ def time_vs_n(run):
         vals = np.array([[np.median(np.asarray(table["time_s"][rows & (table["n"] == n)
                                                                 & (table["seed"] == s)], float))
                           for n in ns] for s in seeds])
-        _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
+        _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est], positive=True)
     _n_axis(ax, np.unique(table["n"]))
     ax.set_yscale("log")
     ax.set_ylabel("wall time (s), median over families")
