@@ -82,7 +82,8 @@ rule report:
 
 
 
-# Last, once every rule exists: SLURM account and partitions, and a misspelt target gets one
-# line and exit 2.
+# Last, once every rule exists: SLURM account and partitions, paper-scale requests sized from
+# the small run's benchmark files, and a misspelt target gets one line and exit 2.
 apply_slurm_settings()
+apply_measured_resources()
 check_named_targets()

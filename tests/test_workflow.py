@@ -117,3 +117,25 @@ def test_nested_command_line_values_are_typed():
 def test_every_rule_file_belongs_to_a_known_method():
     for smk in (REPO / "workflow/rules").glob("*.smk"):
         assert smk.stem in ("common", "protocol") or smk.stem in METHODS, smk
+
+
+def test_paper_requests_are_sized_from_small_benchmarks(tmp_path):
+    """With a small run's benchmark files in the folder, each paper rule asks for at least
+    paper_time_factor x its longest small job and paper_memory_factor x its peak memory."""
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True,
+                           check=True).stdout.split()
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes((REPO / name).read_bytes())
+    bench = tmp_path / "results/small/srgw/benchmarks"
+    bench.mkdir(parents=True)
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    (bench / "fit_absdiff_n100.tsv").write_text(header + "2000\t0:33:20\t9000\t0\t0\t0\t0\t0\t0\t0\n")
+    (bench / "data.tsv").write_text(header + "10\t0:00:10\t500\t0\t0\t0\t0\t0\t0\t0\n")
+    result = snakemake("-n", "--forceall", "srgw", "--config", "scale=paper", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    blocks = result.stdout.split("\nrule ")
+    fit = next(b for b in blocks if b.startswith("srgw_fit:"))
+    data = next(b for b in blocks if b.startswith("srgw_data:"))
+    assert "runtime=1000," in fit and "mem_mb=36000," in fit  # 30 x 2000 s; 4 x 9000 MB
+    assert "runtime=5," in data and "mem_mb=2000," in data  # measured, above no own request

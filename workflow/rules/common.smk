@@ -8,8 +8,11 @@ from jsonschema.exceptions import best_match
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+import contextlib
 import difflib
 import importlib
+import math
+import re
 import shlex
 
 from snakemake.settings.types import DeploymentMethod
@@ -55,7 +58,8 @@ _check_sections()
 _validate_globals()
 
 ENV = "../../environment.yml"
-SLURM = {"account": "", "cpu_partition": "cpu", "gpu_partition": "gpu", **config.get("slurm", {})}
+SLURM = {"account": "", "cpu_partition": "cpu", "gpu_partition": "gpu", "paper_time_factor": 30,
+         "paper_memory_factor": 4, **config.get("slurm", {})}
 SCALE = config["scale"]
 THREADS = config["threads"]
 RESULTS = f"results/{SCALE}"
@@ -149,6 +153,46 @@ def stage(method, name, extra=""):
         f"{REPRO26} {method} {name} --config {out(method, 'config.json')} --scale {SCALE}"
         f" --threads {{threads}} {extra} > {{log}} 2>&1"
     )
+
+
+def _measured_cost(benchmark_pattern):
+    """``(longest wall time s, largest peak memory MB)`` over the benchmark files of a rule's
+    jobs at `small` (its benchmark path with the scale swapped and wildcards globbed)."""
+    pattern = re.sub(r"\{[^}]+\}", "*", benchmark_pattern.replace(f"{RESULTS}/", "results/small/", 1))
+    walls, peaks = [], []
+    for tsv in Path(workflow.basedir).glob(pattern):
+        lines = tsv.read_text().splitlines()
+        if len(lines) < 2:
+            continue
+        record = dict(zip(lines[0].split("\t"), lines[-1].split("\t")))
+        walls.append(float(record["s"]))
+        with contextlib.suppress(KeyError, ValueError):
+            peaks.append(float(record["max_rss"]))
+    return (max(walls), max(peaks, default=0.0)) if walls else None
+
+
+def apply_measured_resources():
+    """At `paper` scale, size each rule's SLURM request from what its jobs cost at `small`
+    (their benchmark files, when a `small` run exists in this folder). Stated scaling rule:
+    runtime = max(rule's own, ceil(paper_time_factor * longest small job / 60)) minutes and
+    mem_mb = max(rule's own, paper_memory_factor * largest small peak), with the factors from
+    ``slurm:`` in config/config.yaml. Without small results the rules' own requests stand."""
+    if SCALE != "paper":
+        return
+    for defined in workflow.rules:
+        if not defined.benchmark:
+            continue
+        cost = _measured_cost(str(defined.benchmark))
+        if cost is None:
+            continue
+        wall_s, peak_mb = cost
+        runtime = math.ceil(SLURM["paper_time_factor"] * wall_s / 60)
+        mem_mb = math.ceil(SLURM["paper_memory_factor"] * peak_mb)
+        for names, measured in ((("runtime",), runtime), (("mem", "mem_mb"), mem_mb)):
+            key = next((k for k in names if k in defined.resources), names[-1])
+            own = getattr(defined.resources.get(key), "value", None)
+            if own is None or (isinstance(own, int) and measured > own):
+                defined.resources[key] = measured
 
 
 def apply_slurm_settings():
