@@ -152,13 +152,16 @@ def train_stage(run: Run) -> None:
                          f"{', '.join(LEARNED)}")
     stream, pool, _ = load_data(run.input(f"{ds}.npz"))
     out = Path(run.out)
-    models, history = train.fit(cfg, name, stream, pool, out.with_suffix(".ckpt"), run.progress)
+    ckpt = out.with_suffix(".ckpt")
+    models, history = train.fit(cfg, name, stream, pool, ckpt, run.progress)
     train.save_models(out, models)
+    for resume_file in (ckpt, ckpt.with_name(ckpt.name + ".history.npz")):
+        resume_file.unlink(missing_ok=True)  # only a killed job resumes; a finished one reruns
     loss = history["loss"]
     every = max(1, len(loss) // 100)
     rows = [{"dataset": ds, "model": name, "seed": seed, "step": step + 1,
              "loss": float(loss[step, i])}
-            for step in [*range(0, len(loss), every), len(loss) - 1][:len(loss)]
+            for step in sorted({*range(0, len(loss), every), len(loss) - 1})
             for i, seed in enumerate(cfg.seeds)]
     io.write_table(out.with_suffix(".csv"), rows, run.meta())
 

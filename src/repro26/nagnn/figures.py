@@ -30,6 +30,7 @@ def _bars(ax, table, value, ylabel, **cond):
     ax.set_xticks(range(len(models)))
     ax.set_xticklabels([LABELS[m] for m in models], rotation=40, ha="right", fontsize=7)
     ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.05)  # every metric here lies in [0, 1]; a t-CI over few seeds may not
 
 
 @figure("tables/metrics.csv")

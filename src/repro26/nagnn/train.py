@@ -8,6 +8,7 @@ its own initialisation.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from pathlib import Path
 
@@ -39,25 +40,17 @@ def optimizer(cfg):
     return optax.adam(cfg.lr)
 
 
-_STEPS: dict = {}
+@functools.lru_cache(maxsize=None)
+def seed_step(lr: float):
+    """Adam step of ``link_loss`` vmapped over seeds (one key per seed). Cached per rate, so
+    ``run_loop`` reuses its compiled chunk."""
+    step = optax_step(link_loss, optax.adam(lr))
 
-
-def _step_for(lr: float):
-    """The same step object for the same rate, so the compiled chunk is reused."""
-    if lr not in _STEPS:
-        _STEPS[lr] = optax_step(link_loss, optax.adam(lr))
-    return _STEPS[lr]
-
-
-def _seed_step(step):
     def step_all(state, data, key):
         keys = jax.random.split(key, jax.tree_util.tree_leaves(data)[0].shape[0])
         return eqx.filter_vmap(step)(state, data, keys)
 
     return step_all
-
-
-_SEED_STEPS: dict = {}
 
 
 def fit(cfg, name: str, stream: Stream, dst_pool, checkpoint: Path, progress: bool = True):
@@ -68,10 +61,8 @@ def fit(cfg, name: str, stream: Stream, dst_pool, checkpoint: Path, progress: bo
     opt = optimizer(cfg)
     state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(model)
     train = Stream(*(a[:, : cfg.n_train_snapshots] for a in stream[:3]), stream.x)
-    step = _step_for(cfg.lr)
-    step_all = _SEED_STEPS.setdefault(step, _seed_step(step))
     chunk = min(cfg.chunk_size, cfg.train_steps)
-    state, history = run_loop(step_all, state, (train, dst_pool),
+    state, history = run_loop(seed_step(cfg.lr), state, (train, dst_pool),
                               key=jax.random.PRNGKey(cfg.seeds[0]), num_steps=cfg.train_steps,
                               chunk_size=chunk, checkpoint_path=checkpoint,
                               checkpoint_every=chunk * max(1, 50 // chunk), desc=name,
