@@ -1,0 +1,1 @@
+"""Neighbor-Aware GNN (NAGNN): snapshot-based dynamic link prediction with LSH reservoirs."""

@@ -1,0 +1,227 @@
+"""Stages of ``repro26 nagnn <stage>`` and the method's typed config.
+
+data (one job per dataset, every seed) -> train (one job per learned model and dataset, seeds
+vmapped) -> evaluate (one job per model, heuristics included, and dataset) + speed (one job per
+dataset: every learned model timed in one process) -> tables (gathers the rows); the figures
+(``figures.FIGURES``) and claims (``claims.CLAIMS``) stages come from core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from repro26.core import io
+from repro26.core.cli import Run
+from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
+
+GENERATORS = ("dsbm", "bipartite")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seeds: tuple[int, ...]
+    datasets: tuple[str, ...]  # generators (dsbm, bipartite) or names in csv_files
+    models: tuple[str, ...]  # learned models; heuristics always run
+    n_nodes: int  # dsbm nodes; bipartite users + items
+    n_snapshots: int
+    events_per_snapshot: int
+    n_train_snapshots: int  # the rest is the test period
+    hidden: int
+    lsh_tables: int
+    lsh_bits: int  # 2**lsh_bits reservoir slots per table
+    train_steps: int  # Adam steps, each one epoch over the training snapshots
+    lr: float
+    chunk_size: int
+    mrr_negatives: int
+    timing_repeats: int
+    # dsbm generator
+    n_communities: int
+    affinity: float  # odds of a same-community partner vs another community
+    drift: float  # per-snapshot probability a node changes community
+    frac_repeat: float
+    frac_triadic: float
+    feature_dim: int
+    feature_noise: float
+    # bipartite generator
+    bipartite_users: int
+    n_item_clusters: int
+    p_pref: float
+    # user-supplied JODIE/TGB CSV files, name -> path (read at the data stage)
+    csv_files: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def check(cfg: Config) -> None:
+    from repro26.nagnn.model import LEARNED
+
+    for ds in cfg.datasets:
+        if ds not in GENERATORS and ds not in cfg.csv_files:
+            raise ConfigError(f"nagnn.datasets: '{ds}' is neither a generator "
+                              f"({', '.join(GENERATORS)}) nor a name in csv_files")
+    for m in cfg.models:
+        if m not in LEARNED:
+            raise ConfigError(f"nagnn.models: '{m}' is unknown; allowed: {', '.join(LEARNED)}")
+    if not 2 <= cfg.n_train_snapshots < cfg.n_snapshots:
+        raise ConfigError("nagnn.n_train_snapshots: must be at least 2 and below n_snapshots")
+    if not 0 < cfg.bipartite_users < cfg.n_nodes:
+        raise ConfigError("nagnn.bipartite_users: must lie strictly between 0 and n_nodes")
+    if cfg.frac_repeat + cfg.frac_triadic > 1 or min(cfg.frac_repeat, cfg.frac_triadic) < 0:
+        raise ConfigError("nagnn.frac_repeat + frac_triadic: non-negative, at most 1")
+    if cfg.lsh_bits < 1 or cfg.lsh_tables < 1:
+        raise ConfigError("nagnn.lsh_bits, lsh_tables: at least 1")
+
+
+def data_key(seed: int, dataset: str):
+    import jax
+
+    return jax.random.fold_in(jax.random.PRNGKey(seed), zlib.crc32(dataset.encode()) % 2**31)
+
+
+def make_stream(cfg: Config, dataset: str, seed: int):
+    """(stream, destination pool) of one dataset and seed."""
+    from repro26.nagnn import data
+
+    key = data_key(seed, dataset)
+    E, T = cfg.events_per_snapshot, cfg.n_snapshots
+    if dataset == "dsbm":
+        s = data.dsbm(key, cfg.n_nodes, T, E, cfg.n_communities, cfg.affinity, cfg.drift,
+                      cfg.frac_repeat, cfg.frac_triadic, cfg.feature_dim, cfg.feature_noise)
+        return s, np.arange(cfg.n_nodes)
+    if dataset == "bipartite":
+        s = data.bipartite(key, cfg.bipartite_users, cfg.n_nodes - cfg.bipartite_users, T, E,
+                           cfg.n_item_clusters, cfg.p_pref, cfg.drift, cfg.frac_repeat,
+                           cfg.feature_dim, cfg.feature_noise)
+        return s, np.arange(cfg.bipartite_users, cfg.n_nodes)
+    return data.load_event_csv(cfg.csv_files[dataset], E, T, cfg.feature_dim, key)
+
+
+def _dataset(run: Run) -> str:
+    ds = run.variant["dataset"]
+    if ds not in run.cfg.datasets:
+        raise UsageError(f"--variant dataset: '{ds}' is not configured; allowed: "
+                         f"{', '.join(run.cfg.datasets)}")
+    return ds
+
+
+def load_data(path: Path):
+    """(stream with a leading seed axis, destination pools, negatives) from a data stage file."""
+    from repro26.nagnn.data import Stream
+
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    stream = Stream(arrays.pop("src"), arrays.pop("dst"), arrays.pop("time"), arrays.pop("x"))
+    pool = arrays.pop("dst_pool")
+    return stream, pool, arrays
+
+
+@stage({"dataset": str})
+def data_stage(run: Run) -> None:
+    """One dataset for every seed: events, features, destination pool and test negatives."""
+    from repro26.nagnn import data
+
+    cfg = run.cfg
+    check(cfg)
+    ds = _dataset(run)
+    parts = []
+    for seed in cfg.seeds:
+        stream, pool = make_stream(cfg, ds, seed)
+        neg = data.negatives(stream, cfg.n_train_snapshots, pool, cfg.mrr_negatives, seed)
+        parts.append({**{k: np.asarray(v) for k, v in stream._asdict().items()},
+                      "dst_pool": pool, **neg})
+    shapes = {p["src"].shape for p in parts}
+    if len(shapes) > 1:
+        raise UsageError(f"dataset {ds}: seeds give different stream shapes {shapes}")
+    io.write_npz(run.out, compressed=True, **{k: np.stack([p[k] for p in parts]) for k in parts[0]})
+
+
+@stage({"model": str, "dataset": str})
+def train_stage(run: Run) -> None:
+    """One learned model on one dataset, every seed at once; writes the models and the loss."""
+    from repro26.nagnn import train
+    from repro26.nagnn.model import LEARNED
+
+    cfg = run.cfg
+    check(cfg)
+    name, ds = run.variant["model"], _dataset(run)
+    if name not in LEARNED:
+        raise UsageError(f"--variant model: '{name}' is not a learned model; allowed: "
+                         f"{', '.join(LEARNED)}")
+    stream, pool, _ = load_data(run.input(f"{ds}.npz"))
+    out = Path(run.out)
+    ckpt = out.with_suffix(".ckpt")
+    models, history = train.fit(cfg, name, stream, pool, ckpt, run.progress)
+    train.save_models(out, models)
+    for resume_file in (ckpt, ckpt.with_name(ckpt.name + ".history.npz")):
+        resume_file.unlink(missing_ok=True)  # only a killed job resumes; a finished one reruns
+    loss = history["loss"]
+    every = max(1, len(loss) // 100)
+    rows = [{"dataset": ds, "model": name, "seed": seed, "step": step + 1,
+             "loss": float(loss[step, i])}
+            for step in sorted({*range(0, len(loss), every), len(loss) - 1})
+            for i, seed in enumerate(cfg.seeds)]
+    io.write_table(out.with_suffix(".csv"), rows, run.meta())
+
+
+@stage({"model": str, "dataset": str})
+def evaluate_stage(run: Run) -> None:
+    """AP, AUROC (random/historical/inductive negatives) and MRR on the test snapshots of one
+    learned model, or of every heuristic (``model=heuristics``)."""
+    from repro26.nagnn import evaluate, train
+    from repro26.nagnn.model import HEURISTICS, LEARNED
+
+    cfg = run.cfg
+    check(cfg)
+    name, ds = run.variant["model"], _dataset(run)
+    if name not in (*LEARNED, "heuristics"):
+        raise UsageError(f"--variant model: '{name}' is unknown; allowed: "
+                         f"{', '.join((*LEARNED, 'heuristics'))}")
+    stream, _, neg = load_data(run.input(f"{ds}.npz"))
+    q_src, q_dst = evaluate.evaluation_queries(stream.src, stream.dst, neg)
+    rows = []
+    for model in HEURISTICS if name == "heuristics" else (name,):
+        stacked = None
+        if model in LEARNED:
+            stacked = train.load_models(run.input(f"{model}.eqx"), cfg, model, *stream.x.shape[1:])
+        scores = evaluate.scores_for(model, stacked, stream, q_src, q_dst)
+        rows += evaluate.metric_rows(ds, model, cfg.seeds, scores, neg, cfg.n_train_snapshots)
+    io.write_table(run.out, rows, run.meta())
+
+
+@stage({"dataset": str})
+def speed_stage(run: Run) -> None:
+    """Training/inference throughput and peak memory of every learned model (one process)."""
+    from repro26.nagnn import evaluate
+
+    check(run.cfg)
+    ds = _dataset(run)
+    stream, pool, _ = load_data(run.input(f"{ds}.npz"))
+    io.write_table(run.out, evaluate.speed_rows(run.cfg, ds, stream, pool), run.meta())
+
+
+@stage()
+def tables_stage(run: Run) -> None:
+    """Gather the per-job rows into tables/metrics.csv, speed.csv and training.csv (--out)."""
+    groups = {"metrics": [], "speed": [], "training": []}
+    for path in run.inputs:
+        kind = ("speed" if path.parent.name == "speed" else
+                "training" if path.parent.parent.name == "runs" else "metrics")
+        table = io.read_table(path)
+        groups[kind].extend(dict(zip(table, vals)) for vals in zip(*table.values()))
+    if not groups["metrics"] or not groups["speed"]:
+        raise UsageError("--input: the tables stage needs the evaluation and speed tables")
+    out = Path(run.out)
+    for kind, rows in groups.items():
+        io.write_table(out / f"{kind}.csv", rows, run.meta())
+
+
+STAGES = {
+    "data": data_stage,
+    "train": train_stage,
+    "evaluate": evaluate_stage,
+    "speed": speed_stage,
+    "tables": tables_stage,
+}

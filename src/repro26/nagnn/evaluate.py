@@ -1,0 +1,168 @@
+"""Metrics and the evaluation / timing jobs, writing tidy rows.
+
+Ranking metrics over the test snapshots (``t >= n_train_snapshots``), per seed:
+
+* AP = sum_k (R_k - R_{k-1}) P_k over the distinct score thresholds in decreasing order
+  (precision P_k and recall R_k of "score >= threshold k"; ties share a threshold);
+* AUROC = P(s_pos > s_neg) + P(s_pos = s_neg) / 2 (Mann-Whitney);
+* MRR = mean over positives of 1 / rank among the positive and its K random destinations,
+  rank = 1 + #(s_neg > s_pos) + #(s_neg = s_pos) / 2.
+
+Negatives (``data.negatives``): random, historical and inductive; MRR uses the K random
+destinations. Timing (``speed_rows``): one seed at a time, compile excluded, median of
+``timing_repeats`` runs, in events per second: a training step (an epoch over the training
+snapshots, forward and backward) and an inference pass (the whole stream, scoring each event
+and one negative); peak memory is XLA's buffer size for the compiled training step.
+"""
+
+from __future__ import annotations
+
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from repro26.nagnn import model as models
+from repro26.nagnn.data import Stream
+from repro26.nagnn.losses import training_queries
+
+NEGATIVES = ("random", "historical", "inductive")
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def average_precision(pos: np.ndarray, neg: np.ndarray) -> float:
+    """AP over distinct thresholds (module docstring); ties count together."""
+    scores = np.concatenate([pos, neg]).astype(np.float64)
+    labels = np.concatenate([np.ones(len(pos)), np.zeros(len(neg))])
+    order = np.argsort(-scores, kind="mergesort")
+    scores, labels = scores[order], labels[order]
+    last_of_tie = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1]
+    tp = np.cumsum(labels)[last_of_tie]
+    precision = tp / (last_of_tie + 1)
+    recall = tp / len(pos)
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+def auroc(pos: np.ndarray, neg: np.ndarray) -> float:
+    """P(pos > neg) + P(pos = neg) / 2, from average ranks."""
+    scores = np.concatenate([pos, neg]).astype(np.float64)
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_scores)) + 1]
+    ends = np.r_[starts[1:], len(scores)]
+    for a, b in zip(starts, ends):
+        ranks[order[a:b]] = (a + b + 1) / 2
+    n_pos, n_neg = len(pos), len(neg)
+    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def mrr(pos: np.ndarray, neg: np.ndarray) -> float:
+    """``pos``: (n,), ``neg``: (n, K); ties count half."""
+    greater = (neg > pos[:, None]).sum(1)
+    ties = (neg == pos[:, None]).sum(1)
+    return float(np.mean(1.0 / (1 + greater + ties / 2)))
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def evaluation_queries(src, dst, neg: dict):
+    """T x E x (4 + K) queries: positive, random, historical, inductive, K random (MRR)."""
+    K = neg["mrr_dst"].shape[-1]
+    q_src = np.concatenate([np.stack([src, src, neg["hist_src"], neg["ind_src"]], -1),
+                            np.repeat(src[..., None], K, -1)], -1)
+    q_dst = np.concatenate([np.stack([dst, neg["rand_dst"], neg["hist_dst"], neg["ind_dst"]], -1),
+                            neg["mrr_dst"]], -1)
+    return q_src, q_dst
+
+
+def scores_for(name: str, stacked_models, stream: Stream, q_src, q_dst) -> np.ndarray:
+    """Scores of every query for every seed (leading axis), learned model or heuristic."""
+    if name in models.HEURISTICS:
+        fn = jax.jit(jax.vmap(lambda s, a, b: models.heuristic_scores(name, s, a, b)))
+        return np.asarray(fn(stream, q_src, q_dst))
+    fn = eqx.filter_jit(eqx.filter_vmap(models.stream_scores))
+    return np.asarray(fn(stacked_models, stream, q_src, q_dst))
+
+
+def metric_rows(dataset: str, name: str, seeds, scores: np.ndarray, neg: dict,
+                n_train: int) -> list[dict]:
+    """One row per seed and negative kind: AP, AUROC (and MRR on the random rows)."""
+    rows = []
+    for i, seed in enumerate(seeds):
+        s = scores[i, n_train:]
+        pos = s[..., 0].ravel()
+        for j, kind in enumerate(NEGATIVES):
+            negs = s[..., 1 + j].ravel()
+            ok = {"random": None, "historical": "hist_ok", "inductive": "ind_ok"}[kind]
+            from_pool = float(np.mean(neg[ok][i, n_train:])) if ok else 1.0
+            rows.append({"dataset": dataset, "model": name, "seed": seed, "negatives": kind,
+                         "ap": average_precision(pos, negs), "auroc": auroc(pos, negs),
+                         "mrr": mrr(pos, s[..., 4:].reshape(len(pos), -1)) if kind == "random"
+                         else float("nan"),
+                         "negatives_from_pool": from_pool})
+    return rows
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+def _median_time(fn, args, repeats: int) -> float:
+    jax.block_until_ready(fn(*args))  # compile and warm up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def speed_rows(cfg, dataset: str, stream: Stream, dst_pool) -> list[dict]:
+    """Training and inference throughput and peak memory of every learned model, one seed at
+    a time in this one process (like with like)."""
+    from repro26.nagnn import train as training
+    from repro26.nagnn.losses import link_loss
+
+    n_nodes, feature_dim = stream.x.shape[1:]
+    T, E = stream.src.shape[1:]
+    n_train = cfg.n_train_snapshots
+    rows = []
+    for name in cfg.models:
+        opt = training.optimizer(cfg)
+
+        @eqx.filter_jit
+        def train_step(model, opt_state, data, key):
+            grads = eqx.filter_grad(lambda m: link_loss(m, data, key)[0])(model)
+            updates, opt_state = opt.update(grads, opt_state, eqx.filter(model, eqx.is_inexact_array))
+            return eqx.apply_updates(model, updates), opt_state
+
+        @eqx.filter_jit
+        def infer(model, s, pool, key):
+            return models.stream_scores(model, s, *training_queries(s, pool, key))
+
+        for i, seed in enumerate(cfg.seeds):
+            one = Stream(*(a[i] for a in stream))
+            pool = jnp.asarray(dst_pool[i])
+            train = (Stream(*(a[:n_train] for a in one[:3]), one.x), pool)
+            model = models.build(name, n_nodes, feature_dim, cfg.hidden, cfg.lsh_tables,
+                                 cfg.lsh_bits, training.model_key(seed, name))
+            opt_state = opt.init(eqx.filter(model, eqx.is_inexact_array))
+            key = jax.random.PRNGKey(seed)
+            t_train = _median_time(train_step, (model, opt_state, train, key), cfg.timing_repeats)
+            t_infer = _median_time(infer, (model, one, pool, key), cfg.timing_repeats)
+            if i == 0:  # same shapes for every seed: one extra lowering per model
+                compiled = train_step.lower(model, opt_state, train, key).compile().compiled
+                memory = compiled.memory_analysis()
+                peak = (memory.temp_size_in_bytes + memory.argument_size_in_bytes
+                        + memory.output_size_in_bytes) if memory is not None else float("nan")
+            rows.append({"dataset": dataset, "model": name, "seed": seed,
+                         "train_step_s": t_train, "infer_s": t_infer,
+                         "train_events_per_s": n_train * E / t_train,
+                         "infer_events_per_s": T * E / t_infer,
+                         "peak_memory_mb": peak / 2**20})
+    return rows

@@ -1,0 +1,126 @@
+"""Figures of the nagnn experiments; each reads tables only, its docstring is its caption."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from repro26.core import plotting, tables
+from repro26.core.method import figure, figures_by_name
+from repro26.core.stats import mean_ci
+
+ORDER = ("nagnn", "tgn", "jodie", "gcn_gru", "edgebank", "common_neighbours", "pref_attachment")
+LABELS = {"nagnn": "NAGNN", "tgn": "TGN-style", "jodie": "JODIE-style", "gcn_gru": "GCN-GRU",
+          "edgebank": "EdgeBank", "common_neighbours": "common nbrs", "pref_attachment": "pref. att."}
+COLORS = {m: f"C{i}" for i, m in enumerate(ORDER)}
+HEURISTIC = ("edgebank", "common_neighbours", "pref_attachment")
+
+
+def _models(table, **cond):
+    present = tables.unique(table, "model", **cond)
+    return [m for m in ORDER if m in present]
+
+
+def _bars(ax, table, value, ylabel, **cond):
+    models = _models(table, **cond)
+    for i, m in enumerate(models):
+        vals = tables.per_seed(table, value, model=m, **cond)
+        mean, half = mean_ci(vals)
+        ax.bar(i, mean, yerr=half, color=COLORS[m], hatch="//" if m in HEURISTIC else None,
+               edgecolor="white")
+    ax.set_xticks(range(len(models)))
+    ax.set_xticklabels([LABELS[m] for m in models], rotation=40, ha="right", fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.05)  # every metric here lies in [0, 1]; a t-CI over few seeds may not
+
+
+@figure("tables/metrics.csv")
+def ap_by_model(run):
+    """Average precision on the test snapshots per model (mean, 95% CI over seeds), by dataset
+    (rows) and negative sampling (columns: random destination, historical edge seen before,
+    inductive edge of the test period unseen in training). Hatched: heuristics (trivial rows:
+    EdgeBank, common neighbours). Snapshot models (NAGNN, GCN-GRU) and heuristics see all
+    snapshots before the one predicted; event models also see its earlier events."""
+    metrics = tables.read(run.input("metrics.csv"))
+    datasets = tables.unique(metrics, "dataset")
+    kinds = ("random", "historical", "inductive")
+    fig, axes = plotting.subplots(len(datasets), 3, width=3.0, height=2.7, sharey="row")
+    for r, ds in enumerate(datasets):
+        for c, kind in enumerate(kinds):
+            ax = axes[r, c]
+            _bars(ax, metrics, "ap", "AP" if c == 0 else "", dataset=ds, negatives=kind)
+            ax.axhline(0.5, color="k", lw=0.6, ls=":")
+            ax.set_title(f"{ds}: {kind} negatives", fontsize=8)
+    fig.suptitle("Link prediction AP (dotted: chance with 1:1 negatives)")
+    fig.tight_layout()
+    return fig
+
+
+@figure("tables/metrics.csv")
+def auroc_mrr(run):
+    """AUROC (random negatives) and MRR (rank of the true destination among it and K random
+    destinations) per model, mean and 95% CI over seeds, by dataset. Hatched: heuristics."""
+    metrics = tables.read(run.input("metrics.csv"))
+    datasets = tables.unique(metrics, "dataset")
+    fig, axes = plotting.subplots(len(datasets), 2, width=3.4, height=2.7)
+    for r, ds in enumerate(datasets):
+        _bars(axes[r, 0], metrics, "auroc", "AUROC", dataset=ds, negatives="random")
+        axes[r, 0].set_title(f"{ds}: AUROC", fontsize=8)
+        _bars(axes[r, 1], metrics, "mrr", "MRR", dataset=ds, negatives="random")
+        axes[r, 1].set_title(f"{ds}: MRR", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+@figure("tables/metrics.csv", "tables/speed.csv")
+def speed_vs_accuracy(run):
+    """AP (random negatives) against throughput in events per second, log scale, for training
+    (left: one epoch over the training snapshots, forward and backward) and inference (right:
+    the whole stream, each event and one negative scored); mean and 95% CI over seeds, timed one
+    seed at a time in one process with compile excluded (shared 2-core CPU)."""
+    metrics = tables.read(run.input("metrics.csv"))
+    speed = tables.read(run.input("speed.csv"))
+    datasets = tables.unique(speed, "dataset")
+    fig, axes = plotting.subplots(len(datasets), 2, width=3.6, height=2.9)
+    for r, ds in enumerate(datasets):
+        for c, (col, what) in enumerate((("train_events_per_s", "training"),
+                                         ("infer_events_per_s", "inference"))):
+            ax = axes[r, c]
+            for m in _models(speed, dataset=ds):
+                ap = 100 * tables.per_seed(metrics, "ap", dataset=ds, model=m, negatives="random")
+                rate = tables.per_seed(speed, col, dataset=ds, model=m)
+                (ap_m, ap_h), (lr_m, lr_h) = mean_ci(ap), mean_ci(np.log10(rate))
+                ax.errorbar(10 ** lr_m, ap_m, yerr=ap_h,
+                            xerr=[[10 ** lr_m - 10 ** (lr_m - lr_h)], [10 ** (lr_m + lr_h) - 10 ** lr_m]],
+                            fmt="o", color=COLORS[m], label=LABELS[m])
+            ax.set_xscale("log")
+            ax.set_xlabel(f"{what} throughput (events/s)")
+            ax.set_ylabel("AP (points)")
+            ax.set_title(f"{ds}: {what}", fontsize=8)
+            if r == 0 and c == 0:
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+@figure("tables/training.csv")
+def training_loss(run):
+    """Training loss (binary cross-entropy of each training event against one random
+    destination) per Adam step (= epoch over the training snapshots), mean and 95% CI over
+    seeds, by dataset; every model gets the same steps and learning rate."""
+    hist = tables.read(run.input("training.csv"))
+    datasets = tables.unique(hist, "dataset")
+    fig, axes = plotting.subplots(1, len(datasets), width=3.6, height=2.8)
+    for c, ds in enumerate(datasets):
+        ax = axes[0, c]
+        for m in _models(hist, dataset=ds):
+            steps, loss = tables.pivot(hist, "loss", by="step", dataset=ds, model=m)
+            plotting.line_with_ci(ax, steps, loss, label=LABELS[m], color=COLORS[m])
+        ax.set_xlabel("Adam step (epoch)")
+        ax.set_ylabel("BCE loss")
+        ax.set_title(ds, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = figures_by_name(ap_by_model, auroc_mrr, speed_vs_accuracy, training_loss)
