@@ -154,8 +154,9 @@ def train_stage(run: Run) -> None:
 
 @stage()
 def evaluate_stage(run: Run) -> None:
-    """Bounds, errors and coverage per (seed, graph size, n) in ``--out`` (bounds.csv) from
-    --input data/*.json runs/*.csv; the IV comparison with Balke-Pearl in the sibling
+    """Bounds, errors and coverage per (seed, graph size, n); IV vs Balke-Pearl.
+
+    --input data/*.json runs/*.csv; writes ``--out`` (bounds.csv) and, beside it,
     ``iv_bounds.csv``."""
     from repro26.masked_ncm import evaluate
 

@@ -161,8 +161,10 @@ def _history_path(out: Path) -> Path:
 
 @stage({"task": str}, seed=True)
 def train_stage(run: Run) -> None:
-    """Train NBFFG's neural residual (--input the task's data .npz); writes the model (--out)
-    and its ELBO history (<out>_history.csv)."""
+    """Train NBFFG's neural residual on one task and seed.
+
+    --input the task's data .npz; writes the model (--out) and its ELBO history
+    (<out>_history.csv)."""
     from repro26.nbffg import data as D
     from repro26.nbffg import losses as L
     from repro26.nbffg import train as T
@@ -179,8 +181,10 @@ def train_stage(run: Run) -> None:
 
 @stage({"task": str}, seed=True)
 def evaluate_stage(run: Run) -> None:
-    """ELBO, ESS, evidence and internal-node posteriors of NBFFG, BFFG, naive and pCN MCMC
-    (--input data .npz and model .eqx); writes --out and <out>_nodes.csv."""
+    """NBFFG, BFFG, naive and pCN MCMC on one task and seed: ELBO, ESS, evidence, posteriors.
+
+    --input the data .npz and model .eqx; writes the metrics (--out) and the internal-node
+    posteriors (<out>_nodes.csv)."""
     from repro26.nbffg import data as D
     from repro26.nbffg import evaluate as E
     from repro26.nbffg import losses as L
