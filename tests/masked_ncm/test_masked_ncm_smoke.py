@@ -1,5 +1,5 @@
-"""End to end at `smoke` scale: every stage through the CLI in a temporary folder, then the
-properties the bound optimisation must have on the real runs."""
+"""End to end at `smoke` scale: every stage through ``run_stage`` (the CLI's path) in a temporary
+folder, then the properties the bound optimisation must have on the real runs."""
 
 import json
 
@@ -7,51 +7,58 @@ import numpy as np
 import pytest
 
 from repro26.core import io
-from repro26.core.cli import main
+from repro26.core.cli import resolve_run_config, run_stage
+from repro26.core.config import UsageError
+from repro26.masked_ncm import cli
 
-CONFIG = ["--config", "config/config.yaml", "--scale", "smoke", "--threads", "1", "--no-progress"]
 FIGURES = ["endpoints", "error_vs_n", "coverage", "width_vs_class", "iv_bounds"]
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory, repo_root, monkeypatch_module):
-    monkeypatch_module.chdir(repo_root)
+def smoke(tmp_path_factory, repo_root):
     root = tmp_path_factory.mktemp("masked_ncm")
-    datasets = ["nodes3", "iv"]
+    scale, cfg, _ = resolve_run_config(cli, "masked_ncm", repo_root / "config" / "config.yaml",
+                                       "smoke")
+    datasets = cli.graphs(cfg)
 
-    def stage(*args):
-        assert main(["masked_ncm", *args, *CONFIG]) == 0
+    def stage(name, out, inputs=(), variant=None, figure=None):
+        run_stage("masked_ncm", name, name=figure, cfg=cfg, scale=scale, out=out,
+                  variant=variant, inputs=inputs, progress=False)
 
     for g in datasets:
-        stage("data", "--variant", g, "--out", str(root / "data" / f"{g}.json"))
-        stage("train", "--variant", g, "--input", str(root / "data" / f"{g}.json"),
-              "--out", str(root / "runs" / f"{g}.csv"))
-    inputs = [str(root / "data" / f"{g}.json") for g in datasets] + \
-        [str(root / "runs" / f"{g}.csv") for g in datasets]
-    stage("evaluate", "--input", *inputs, "--out", str(root / "bounds.csv"))
+        stage("data", root / "data" / f"{g}.json", variant=f"graph={g}")
+        stage("train", root / "runs" / f"{g}.csv", [root / "data" / f"{g}.json"],
+              variant=f"graph={g}")
+    inputs = [root / "data" / f"{g}.json" for g in datasets] + \
+        [root / "runs" / f"{g}.csv" for g in datasets]
+    stage("evaluate", root / "bounds.csv", inputs)
     for name in FIGURES:
         table = "iv_bounds.csv" if name == "iv_bounds" else "bounds.csv"
-        stage(f"figure_{name}", "--input", str(root / table), "--out", str(root / "figures" / f"{name}.png"))
-    stage("claims", "--input", str(root / "bounds.csv"), "--out", str(root / "claims.json"))
+        stage("figure", root / "figures" / f"{name}.png", [root / table], figure=name)
+    stage("claims", root / "claims.json", [root / "bounds.csv"])
     return root
 
 
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as mp:
-        yield mp
+def test_dataset_variant_is_checked(tmp_path, repo_root):
+    for variant in ("nodes3", "graph=nodes9", "graph=nodes3,seed=1"):
+        with pytest.raises(UsageError, match="--variant"):
+            run_stage("masked_ncm", "data", config=repo_root / "config" / "config.yaml",
+                      scale="smoke", out=tmp_path / "d.json", variant=variant, progress=False)
 
 
+@pytest.mark.slow
 def test_every_output_is_written(smoke):
     for name in FIGURES:
         assert (smoke / "figures" / f"{name}.png").stat().st_size > 0
         assert (smoke / "figures" / f"{name}.pdf").stat().st_size > 0
+        assert (smoke / "figures" / f"{name}.rst").read_text().strip()
     claims = json.loads((smoke / "claims.json").read_text())
     assert [c["id"] for c in claims["claims"]] == ["endpoint_error", "coverage"]
-    assert all(isinstance(c["holds"], bool) for c in claims["claims"])
+    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
     assert claims["meta"]["config_hash"]
 
 
+@pytest.mark.slow
 def test_fitted_masks_reproduce_plugin_ida_and_bounds_bracket_it(smoke):
     """After the fit phase each mask's NCM gives that DAG's (plug-in) IDA value; the min / max
     runs end on the two sides of it, inside the data-fit region."""
@@ -72,6 +79,7 @@ def test_fitted_masks_reproduce_plugin_ida_and_bounds_bracket_it(smoke):
     assert np.all(runs["q"][hi] >= runs["q_fit"][hi] - 1e-4)
 
 
+@pytest.mark.slow
 def test_bounds_table_is_consistent(smoke):
     b = io.read_table(smoke / "bounds.csv")
     assert np.all(b["true_lo"] <= b["true_effect"] + 1e-12)

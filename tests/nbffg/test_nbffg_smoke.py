@@ -1,11 +1,20 @@
-"""End to end at smoke scale: every stage through the CLI in a temporary folder."""
+"""End to end at smoke scale: every stage through ``run_stage`` (the CLI's path) in a temporary
+folder laid out as the pipeline lays out results/<scale>/nbffg."""
 
+import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
+import pytest
 import yaml
 
-from repro26.core.cli import main
+from repro26.core.cli import main, resolve_run_config, run_stage
+from repro26.core.config import UsageError
+from repro26.core.io import read_table
+from repro26.nbffg import cli
+from repro26.nbffg.claims import CLAIMS
+from repro26.nbffg.figures import FIGURES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,56 +27,67 @@ def _config(tmp_path: Path, **smoke) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_smoke_end_to_end(tmp_path):
-    tasks = ["linear_balanced_4", "ctmc_random_4"]
-    cfg = _config(tmp_path, tasks=tasks)
-    base = ["--config", str(cfg), "--scale", "smoke", "--threads", "1", "--no-progress"]
+    scale, cfg, _ = resolve_run_config(cli, "nbffg", ROOT / "config" / "config.yaml", "smoke")
+    cfg = dataclasses.replace(cfg, tasks=("linear_balanced_4", "ctmc_random_4"))
     out = tmp_path / "results"
-    run = lambda *args: main(["nbffg", *args, *base])  # noqa: E731
-    tables, evals = [], []
-    for task in tasks:
-        data, model = out / "data" / f"{task}.npz", out / "train" / task / "seed0.eqx"
-        metrics = out / "eval" / task / "seed0.csv"
-        assert run("data", "--variant", task, "--seed", "0", "--out", str(data)) == 0
-        assert run("train", "--variant", task, "--seed", "0", "--input", str(data), "--out",
-                   str(model)) == 0
-        history = out / "train" / task / "seed0_history.csv"
-        assert history.is_file()
-        assert run("evaluate", "--variant", task, "--seed", "0", "--input", str(data), str(model),
-                   "--out", str(metrics)) == 0
-        tables += [str(metrics), str(metrics.with_name("seed0_nodes.csv")), str(history)]
-        evals.append(str(metrics))
-    cost = out / "cost.csv"
-    assert run("cost", "--out", str(cost)) == 0
-    for fig in ("linear", "elbo_ess", "posterior", "shapes", "cost", "training", "discrete"):
-        png = out / "figures" / f"{fig}.png"
-        assert run(f"fig_{fig}", "--input", *tables, str(cost), "--out", str(png)) == 0
-        assert png.is_file() and png.with_suffix(".pdf").is_file()
-    claims = out / "claims.json"
-    assert run("claims", "--input", *evals, str(cost), "--out", str(claims)) == 0
-    result = json.loads(claims.read_text())
+
+    def run(stage, target, inputs=(), variant=None, seed=None, name=None):
+        run_stage("nbffg", stage, name=name, cfg=cfg, scale=scale, out=out / target,
+                  inputs=[out / p for p in inputs], variant=variant, seed=seed, progress=False)
+
+    for task in cfg.tasks:
+        data, model = f"data/{task}/seed0.npz", f"train/{task}/seed0.eqx"
+        run("data", data, variant=f"task={task}", seed=0)
+        run("train", model, [data], variant=f"task={task}", seed=0)
+        assert (out / f"train/{task}/seed0_history.csv").is_file()
+        run("evaluate", f"eval/{task}/seed0.csv", [data, model], variant=f"task={task}", seed=0)
+    run("cost", "cost.csv")
+    for name, fig in FIGURES.items():  # each figure gets only the tables it declares
+        run("figure", f"figures/{name}.png", fig.input_paths(cfg), name=name)
+        assert (out / "figures" / f"{name}.pdf").is_file()
+        assert (out / "figures" / f"{name}.rst").read_text().strip()
+    run("claims", "claims.json", CLAIMS.input_paths(cfg))
+    result = json.loads((out / "claims.json").read_text())
     assert [c["id"] for c in result["claims"]] == ["elbo_ess_nonlinear", "cost_flat_with_subsampling",
                                                    "ancestral_shapes"]
     assert "ctmc_random_4" in result["claims"][0]["measured"]
-    metrics = out / "eval" / tasks[0] / "seed0.csv"
     # the linear task: BFFG is exact, so its ELBO is within Euler error of the exact evidence
-    import numpy as np
-
-    from repro26.core.io import read_table
-
-    table = read_table(metrics)
+    table = read_table(out / "eval" / "linear_balanced_4" / "seed0.csv")
     bffg = table["method"] == "bffg"
     elbo, exact = float(table["elbo"][bffg][0]), float(table["exact_log_p"][bffg][0])
     assert np.isfinite(elbo) and abs(elbo - exact) < 0.5
 
 
+def test_figure_inputs_follow_the_task_list():
+    scale, cfg, _ = resolve_run_config(cli, "nbffg", ROOT / "config" / "config.yaml", "small")
+    shapes = FIGURES["shapes"].input_paths(cfg)
+    assert shapes == [f"eval/shapes_random_16/seed{s}.csv" for s in cfg.seeds] + \
+        ["eval/shapes_random_16/seed0_nodes.csv"]
+    assert all(p.startswith(("eval/ctmc_", "train/ctmc_")) for p in
+               FIGURES["discrete"].input_paths(cfg))
+    without_linear = dataclasses.replace(cfg, tasks=("ctmc_random_16",))
+    assert FIGURES["linear"].input_paths(without_linear) == []
+    claims = CLAIMS.input_paths(cfg)
+    assert len(claims) == len(cfg.tasks) * len(cfg.seeds) + 1 and claims[-1] == "cost.csv"
+
+
 def test_bad_config_is_one_line_exit_2(tmp_path, capsys):
     cfg = _config(tmp_path, steps_per_edge="many")
     code = main(["nbffg", "data", "--config", str(cfg), "--scale", "smoke", "--variant",
-                 "linear_balanced_4", "--seed", "0", "--out", str(tmp_path / "x.npz")])
+                 "task=linear_balanced_4", "--seed", "0", "--out", str(tmp_path / "x.npz")])
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert "nbffg.smoke.steps_per_edge" in err and len(err.splitlines()) == 1
     cfg = _config(tmp_path, tasks=["wiggle_balanced_4"])
     assert main(["nbffg", "data", "--config", str(cfg), "--scale", "smoke", "--variant",
-                 "wiggle_balanced_4", "--seed", "0", "--out", str(tmp_path / "x.npz")]) == 2
+                 "task=wiggle_balanced_4", "--seed", "0", "--out", str(tmp_path / "x.npz")]) == 2
+
+
+@pytest.mark.parametrize("variant", ["linear_balanced_4", "task=linear_balanced_8",
+                                     "task=linear_balanced_4,seed=0"])
+def test_task_variant_is_checked(tmp_path, variant):
+    with pytest.raises(UsageError, match="--variant"):
+        run_stage("nbffg", "data", config=ROOT / "config" / "config.yaml", scale="smoke",
+                  out=tmp_path / "x.npz", variant=variant, seed=0, progress=False)

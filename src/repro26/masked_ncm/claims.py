@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from repro26.core import tables
 from repro26.core.claims import Claim
+from repro26.core.method import claim_set
 from repro26.core.stats import summary
 
 PAPER = "Masked NCMs (NeurIPS 2026), abstract: asymptotic recovery of the true bounds; accurate bounds"
@@ -18,6 +20,7 @@ def _per_n(table: dict, column: str) -> dict[str, float]:
 
 
 def check_all(bounds: dict) -> list[Claim]:
+    """Both claims on a bounds table (one row per instance and n)."""
     last = bounds["n"] == bounds["n"].max()
     n_max = int(bounds["n"].max())
     error = Claim.check(
@@ -57,3 +60,8 @@ def check_all(bounds: dict) -> list[Claim]:
         f"miss fraction >= {SUBSTANTIAL} ('substantial', fixed before running)",
     )
     return [error, coverage]
+
+
+@claim_set("bounds.csv")
+def CLAIMS(run) -> list[Claim]:
+    return check_all(tables.read(run.input("bounds.csv")))

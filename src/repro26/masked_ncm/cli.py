@@ -1,7 +1,9 @@
-"""Stages of ``repro26 masked_ncm <stage>``: data -> train -> evaluate -> figures -> claims.
+"""Stages of ``repro26 masked_ncm <stage>`` and the method's typed config.
 
+data (one job per dataset) -> train (one job per dataset) -> evaluate; the figures
+(``figures.FIGURES``) and claims (``claims.CLAIMS``) stages come from core.
 Datasets ("graphs") are ``nodes<d>`` (random Markovian SCMs with d variables, every seed) and
-``iv`` (the semi-Markovian instrumental-variable SCM); ``--variant`` names the graph.
+``iv`` (the semi-Markovian instrumental-variable SCM); ``--variant graph=<name>`` names one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 from repro26.core import io
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
 from repro26.masked_ncm.train import ModelConfig, OptimConfig
 
 
@@ -24,30 +27,30 @@ class IVConfig:
     query is not identified within the mask, so steps are not scaled by n^{-1/2} and the
     data-fit region is annealed over ``anneal`` of the query steps)."""
 
-    num_latent: int = 16
-    concentration: float = 1.0
-    steps: int = 1600
-    query_lr_ratio: float = 0.1
-    anneal: float = 0.8
-    restarts: int = 4
+    num_latent: int
+    concentration: float
+    steps: int
+    query_lr_ratio: float
+    anneal: float
+    restarts: int
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
-    num_nodes: tuple[int, ...] = (3, 4, 5)
-    sample_sizes: tuple[int, ...] = (100, 1000, 10000, 100000)
-    card: int = 2
-    edge_prob: float = 0.5
-    concentration: float = 1.0
-    max_class_size: int = 8
-    cpdag_source: Literal["true", "pc"] = "true"
-    pc_alpha: float = 0.01
+    num_nodes: tuple[int, ...]
+    sample_sizes: tuple[int, ...]
+    card: int
+    edge_prob: float
+    concentration: float
+    max_class_size: int
+    cpdag_source: Literal["true", "pc"]
+    pc_alpha: float
+    batch_multiple: int
+    model: ModelConfig
+    optim: OptimConfig
+    iv: IVConfig
     restarts: int = 1
-    batch_multiple: int = 16
-    model: ModelConfig = ModelConfig()
-    optim: OptimConfig = OptimConfig()
-    iv: IVConfig = IVConfig()
 
 
 def graphs(cfg: Config) -> list[str]:
@@ -69,17 +72,32 @@ def _check(cfg: Config) -> None:
         raise ConfigError(f"{where}.iv.anneal: must lie in [0, 1]")
     if not 0.0 < cfg.optim.alpha < 1.0 or not 0.0 < cfg.pc_alpha < 1.0:
         raise ConfigError(f"{where}.optim.alpha / pc_alpha: must lie in (0, 1)")
+    if not 0.0 < cfg.edge_prob <= 1.0:
+        raise ConfigError(f"{where}.edge_prob: must lie in (0, 1]")
+    if cfg.concentration <= 0 or cfg.iv.concentration <= 0:
+        raise ConfigError(f"{where}.concentration / iv.concentration: must be positive")
+    if cfg.max_class_size < 2:
+        raise ConfigError(f"{where}.max_class_size: must be at least 2")
+    counts = {"restarts": cfg.restarts, "batch_multiple": cfg.batch_multiple,
+              "iv.restarts": cfg.iv.restarts, "iv.num_latent": cfg.iv.num_latent,
+              **{f"model.{k}": v for k, v in dataclasses.asdict(cfg.model).items()}}
+    for name, value in counts.items():
+        if value < 1:
+            raise ConfigError(f"{where}.{name}: must be a positive integer, got {value}")
+    if not cfg.seeds or min(cfg.seeds) < 0:
+        raise ConfigError(f"{where}.seeds: need a non-empty list of non-negative integers")
 
 
 def _graph(run: Run) -> str:
-    allowed = graphs(run.cfg)
-    if run.variant not in allowed:
-        raise UsageError(f"--variant: '{run.variant}' is not a dataset; allowed: {', '.join(allowed)}")
-    return run.variant
+    graph, allowed = run.variant["graph"], graphs(run.cfg)
+    if graph not in allowed:
+        raise UsageError(f"--variant graph: '{graph}' is not a dataset; allowed: {', '.join(allowed)}")
+    return graph
 
 
-def stage_data(run: Run) -> None:
-    """--variant nodes<d> | iv: instances, samples and the exact / plug-in reference bounds."""
+@stage({"graph": str})
+def data_stage(run: Run) -> None:
+    """One dataset (nodes<d> or iv): instances, samples and the exact / plug-in reference bounds."""
     from repro26.masked_ncm import data
 
     cfg = run.cfg
@@ -94,8 +112,9 @@ def stage_data(run: Run) -> None:
     io.write_json(run.out, {"graph": graph, "instances": instances, "meta": run.meta()})
 
 
-def stage_train(run: Run) -> None:
-    """--variant <graph> --input data/<graph>.json: every bound problem of the dataset."""
+@stage({"graph": str})
+def train_stage(run: Run) -> None:
+    """Every bound problem of one dataset (--input data/<graph>.json), in one compiled loop."""
     import jax
 
     from repro26.masked_ncm import train
@@ -133,13 +152,11 @@ def stage_train(run: Run) -> None:
     io.write_table(run.out, table, run.meta(graph=graph, problems=len(rows)))
 
 
-def _inputs(run: Run, suffix: str) -> list[Path]:
-    return sorted(p for p in run.inputs if p.name.endswith(suffix))
+@stage()
+def evaluate_stage(run: Run) -> None:
+    """Bounds, errors and coverage per (seed, graph size, n); IV vs Balke-Pearl.
 
-
-def stage_evaluate(run: Run) -> None:
-    """--input data/*.json runs/*.csv --out bounds.csv: bounds, errors and coverage per
-    (seed, graph size, n) in ``bounds.csv``; the IV comparison with Balke-Pearl in the sibling
+    --input data/*.json runs/*.csv; writes ``--out`` (bounds.csv) and, beside it,
     ``iv_bounds.csv``."""
     from repro26.masked_ncm import evaluate
 
@@ -155,34 +172,8 @@ def stage_evaluate(run: Run) -> None:
     io.write_table(run.out, rows, run.meta())
 
 
-def _figure(name: str):
-    def stage(run: Run) -> None:
-        from repro26.masked_ncm import figures
-
-        getattr(figures, name)([io.read_table(p) for p in run.inputs], run.out)
-
-    stage.__doc__ = f"--input <tables> --out figures/<name>.png: figures.{name}"
-    return stage
-
-
-def stage_claims(run: Run) -> None:
-    """--input bounds.csv: the issue's claims as predicates."""
-    from repro26.core.claims import write_claims
-    from repro26.masked_ncm import claims
-
-    bounds = io.read_table(run.input("bounds.csv"))
-    write_claims(run.out, "masked_ncm", run.scale, run.cfg.seeds, claims.check_all(bounds),
-                 run.meta())
-
-
 STAGES = {
-    "data": stage_data,
-    "train": stage_train,
-    "evaluate": stage_evaluate,
-    "figure_endpoints": _figure("endpoints"),
-    "figure_error_vs_n": _figure("error_vs_n"),
-    "figure_coverage": _figure("coverage"),
-    "figure_width_vs_class": _figure("width_vs_class"),
-    "figure_iv_bounds": _figure("iv_bounds"),
-    "claims": stage_claims,
+    "data": data_stage,
+    "train": train_stage,
+    "evaluate": evaluate_stage,
 }

@@ -40,23 +40,30 @@ from repro26.masked_ncm.model import MaskedNCM
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    embed_dim: int = 16
-    heads: int = 2
-    hidden: int = 32
+    """Size of every mechanism's attention network (set per scale in the YAML)."""
+
+    embed_dim: int
+    heads: int
+    hidden: int
 
 
 @dataclasses.dataclass(frozen=True)
 class OptimConfig:
-    steps: int = 600
-    lr: float = 1e-2
-    query_lr_ratio: float = 0.3
-    rho: float = 1.0
-    dual_lr: float = 0.05
-    dual_clip: float = 1.0
-    alpha: float = 0.05
-    n_ref: float = 100.0
-    max_violation: float = 1.0
-    chunk_size: int = 200
+    """Both phases' schedule (values in config/methods/masked_ncm.yaml): Adam step ``lr``; the
+    query step ``query_lr_ratio`` in units of sqrt(n_ref / n); augmented-Lagrangian penalty
+    ``rho`` and multiplier step ``dual_lr`` (clipped at ``dual_clip``); data-fit level
+    ``alpha``; runs with constraint above ``max_violation`` are infeasible."""
+
+    steps: int
+    chunk_size: int
+    lr: float
+    query_lr_ratio: float
+    n_ref: float
+    rho: float
+    dual_lr: float
+    dual_clip: float
+    alpha: float
+    max_violation: float
 
 
 class Trainable(eqx.Module):

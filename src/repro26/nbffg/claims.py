@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from repro26.core import io
-from repro26.core.claims import Claim, write_claims
+from repro26.core import tables
+from repro26.core.claims import Claim
+from repro26.core.method import claim_set
 from repro26.core.stats import loglog_slope_over_seeds, summary
-from repro26.nbffg.figures import _dynamics, _per_seed, eval_table
+from repro26.nbffg.evaluate import dynamics, metrics_path, per_seed, read_tables, table_paths
 
 
 def _elbo_ess(table) -> Claim:
-    tasks = sorted({t for t in table["task"] if _dynamics(t) != "linear"})
+    tasks = sorted({t for t in table["task"] if dynamics(t) != "linear"})
     measured = {}
     for t in tasks:
-        gain = _per_seed(table, t, "nbffg", "elbo") - _per_seed(table, t, "bffg", "elbo")
+        gain = per_seed(table, t, "nbffg", "elbo") - per_seed(table, t, "bffg", "elbo")
         measured[t] = {"elbo_gain": summary(gain),
-                       "ess_nbffg": summary(_per_seed(table, t, "nbffg", "ess")),
-                       "ess_bffg": summary(_per_seed(table, t, "bffg", "ess"))}
-        if _dynamics(t) == "ctmc":  # exact evidence and marginals known: report the gaps too
-            exact = _per_seed(table, t, "nbffg", "exact_log_p")
+                       "ess_nbffg": summary(per_seed(table, t, "nbffg", "ess")),
+                       "ess_bffg": summary(per_seed(table, t, "bffg", "ess"))}
+        if dynamics(t) == "ctmc":  # exact evidence and marginals known: report the gaps too
+            exact = per_seed(table, t, "nbffg", "exact_log_p")
             for m in ("nbffg", "bffg"):
-                measured[t][f"elbo_gap_to_exact_{m}"] = summary(exact - _per_seed(table, t, m, "elbo"))
-                measured[t][f"marginal_rmse_{m}"] = summary(_per_seed(table, t, m, "post_rmse"))
+                measured[t][f"elbo_gap_to_exact_{m}"] = summary(exact - per_seed(table, t, m, "elbo"))
+                measured[t][f"marginal_rmse_{m}"] = summary(per_seed(table, t, m, "post_rmse"))
     return Claim.check(
         "elbo_ess_nonlinear",
         "On nonlinear dynamics NBFFG has higher ELBO and ESS than linear BFFG.",
@@ -59,10 +60,10 @@ def _cost(table, cfg) -> Claim:
 
 
 def _shapes(table) -> Claim:
-    tasks = sorted({t for t in table["task"] if _dynamics(t) == "shapes"})
+    tasks = sorted({t for t in table["task"] if dynamics(t) == "shapes"})
     measured = {}
     for t in tasks:
-        err = {m: _per_seed(table, t, m, "post_rmse") for m in ("nbffg", "bffg", "naive", "mcmc")}
+        err = {m: per_seed(table, t, m, "post_rmse") for m in ("nbffg", "bffg", "naive", "mcmc")}
         measured[t] = {**{f"rmse_{m}": summary(v) for m, v in err.items()},
                        "nbffg_minus_bffg": summary(err["nbffg"] - err["bffg"]),
                        "nbffg_minus_naive": summary(err["nbffg"] - err["naive"])}
@@ -79,9 +80,8 @@ def _shapes(table) -> Claim:
     )
 
 
-def write(run) -> None:
-    inputs = list(run.inputs)
-    table = eval_table(inputs)
-    cost = io.read_table([p for p in inputs if p.name == "cost.csv"][0])
-    claims = [_elbo_ess(table), _cost(cost, run.cfg), _shapes(table)]
-    write_claims(run.out, "nbffg", run.scale, run.cfg.seeds, claims, run.meta())
+@claim_set(inputs_from=lambda cfg: [*table_paths(cfg, cfg.tasks, metrics_path), "cost.csv"])
+def CLAIMS(run) -> list[Claim]:
+    table = read_tables(run, metrics_path, run.cfg.tasks)
+    cost = tables.read(run.input("cost.csv"))
+    return [_elbo_ess(table), _cost(cost, run.cfg), _shapes(table)]

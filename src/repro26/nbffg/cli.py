@@ -1,13 +1,15 @@
-"""Stages of NBFFG: ``repro26 nbffg <stage>``.
+"""Stages of NBFFG, ``repro26 nbffg <stage>``, and the method's typed config.
 
 data (per task, seed) -> train (NBFFG residual, per task, seed) -> evaluate (all methods, per
-task, seed) ; cost (step time vs tree size) ; fig_* (one per figure) ; claims.
+task, seed); cost (step time vs tree size). The figures (``figures.FIGURES``) and claims
+(``claims.CLAIMS``) stages come from core.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Literal
 
 import jax
 import numpy as np
@@ -15,12 +17,13 @@ import numpy as np
 from repro26.core import io
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
 
 
 @dataclasses.dataclass(frozen=True)
 class ShapesConfig:
-    landmarks: int = 10         # k landmarks in 2-D (d = 2k)
-    grid: int = 4               # kernel centres on a grid x grid lattice (noise dim 2 grid^2)
+    landmarks: int              # k landmarks in 2-D (d = 2k)
+    grid: int                   # kernel centres on a grid x grid lattice (noise dim 2 grid^2)
     kernel_width: float = 0.5
     kernel_scale: float = 0.15
     root_std: float = 0.02
@@ -29,21 +32,21 @@ class ShapesConfig:
 
 @dataclasses.dataclass(frozen=True)
 class CTMCConfig:
-    states: int = 4             # S
-    rate: float = 1.0           # mu: mean jump rate scale
-    kappa: float = 1.5          # amplitude of the seasonal rate modulation (0 = proxy exact)
-    period: float = 1.0         # period of the modulation in tree-time units
-    error: float = 0.05         # emission: P(observed symbol != state)
+    states: int                 # S
+    rate: float                 # mu: mean jump rate scale
+    kappa: float                # amplitude of the seasonal rate modulation (0 = proxy exact)
+    period: float               # period of the modulation in tree-time units
+    error: float                # emission: P(observed symbol != state)
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    steps: int = 300
-    chunk: int = 50
+    steps: int
+    chunk: int
+    batch: int                  # forward samples per step
+    paths_per_step: int         # root-to-leaf paths per sample; 0 = whole tree
     lr: float = 3e-3
     clip: float = 10.0
-    batch: int = 8              # forward samples per step
-    paths_per_step: int = 4     # root-to-leaf paths per sample; 0 = whole tree
     width: int = 64
     depth: int = 2
     embed_dim: int = 8
@@ -51,41 +54,41 @@ class TrainConfig:
 
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
-    samples: int = 512          # importance samples (and pCN iterations of the MCMC baseline)
-    mcmc_rho: float = 0.9
-    mcmc_ref_iters: int = 4000  # per chain, long pCN reference for nonlinear tasks
-    mcmc_ref_chains: int = 4
+    samples: int                # importance samples (and pCN iterations of the MCMC baseline)
+    mcmc_rho: float
+    mcmc_ref_iters: int         # per chain, long pCN reference for nonlinear tasks
+    mcmc_ref_chains: int
 
 
 @dataclasses.dataclass(frozen=True)
 class CostConfig:
-    leaves: tuple[int, ...] = (8, 16, 32, 64, 128)
-    paths: int = 4
-    batch: int = 4
-    repeats: int = 3
-    steps_per_timing: int = 5
-    dynamics: str = "doublewell"
+    leaves: tuple[int, ...]
+    paths: int
+    batch: int
+    repeats: int
+    steps_per_timing: int
+    dynamics: Literal["linear", "doublewell", "statedep", "shapes"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
     tasks: tuple[str, ...]
-    dim: int = 2
-    theta: float = 1.0
-    sigma: float = 0.5
-    alpha: float = 2.0
-    gamma: float = 0.6
-    root_std: float = 1.0
-    obs_std: float = 0.1
-    tree_height: float = 2.0
-    steps_per_edge: int = 16
-    observed_fraction: float = 1.0
-    shapes: ShapesConfig = ShapesConfig()
-    ctmc: CTMCConfig = CTMCConfig()
-    train: TrainConfig = TrainConfig()
-    evaluate: EvalConfig = EvalConfig()
-    cost: CostConfig = CostConfig()
+    dim: int
+    theta: float
+    sigma: float
+    alpha: float
+    gamma: float
+    root_std: float
+    obs_std: float
+    tree_height: float
+    steps_per_edge: int
+    observed_fraction: float
+    shapes: ShapesConfig
+    ctmc: CTMCConfig
+    train: TrainConfig
+    evaluate: EvalConfig
+    cost: CostConfig
 
 
 def _tasks(cfg: Config):
@@ -100,11 +103,9 @@ def _tasks(cfg: Config):
 def _task(run: Run):
     from repro26.nbffg.data import parse_task
 
-    if run.variant is None or run.seed is None:
-        raise UsageError(f"stage '{run.stage}' needs --variant <task> and --seed N")
-    task = parse_task(run.variant, "--variant")
+    task = parse_task(run.variant["task"], "--variant task")
     if task.name not in run.cfg.tasks:
-        raise UsageError(f"--variant: '{run.variant}' is not in nbffg.tasks {list(run.cfg.tasks)}")
+        raise UsageError(f"--variant task: '{task.name}' is not in nbffg.tasks {list(run.cfg.tasks)}")
     return task
 
 
@@ -114,13 +115,38 @@ def _check(cfg: Config) -> None:
         raise ConfigError("nbffg.observed_fraction: must be in (0, 1]")
     if cfg.ctmc.states < 2 or not 0.0 < cfg.ctmc.error < 1.0 - 1.0 / cfg.ctmc.states:
         raise ConfigError("nbffg.ctmc: states must be >= 2 and error in (0, 1 - 1/states)")
-    if cfg.cost.dynamics == "ctmc":
-        raise ConfigError("nbffg.cost.dynamics: must be one of linear, doublewell, statedep, shapes")
     if cfg.train.steps % cfg.train.chunk and cfg.train.steps > cfg.train.chunk:
         raise ConfigError("nbffg.train.steps: must be a multiple of train.chunk")
+    positive = {"sigma": cfg.sigma, "root_std": cfg.root_std, "obs_std": cfg.obs_std,
+                "tree_height": cfg.tree_height, "ctmc.rate": cfg.ctmc.rate,
+                "ctmc.period": cfg.ctmc.period, "train.lr": cfg.train.lr,
+                **{f"shapes.{k}": v for k, v in dataclasses.asdict(cfg.shapes).items()}}
+    counts = {"dim": cfg.dim, "steps_per_edge": cfg.steps_per_edge, "train.steps": cfg.train.steps,
+              "train.chunk": cfg.train.chunk, "train.batch": cfg.train.batch,
+              "train.width": cfg.train.width, "train.embed_dim": cfg.train.embed_dim,
+              "evaluate.mcmc_ref_chains": cfg.evaluate.mcmc_ref_chains,
+              "cost.paths": cfg.cost.paths, "cost.batch": cfg.cost.batch,
+              "cost.steps_per_timing": cfg.cost.steps_per_timing}
+    for name, value in {**positive, **counts}.items():
+        if value <= 0:
+            raise ConfigError(f"nbffg.{name}: must be positive, got {value}")
+    if not 0.0 <= cfg.gamma < 1.0 or not 0.0 <= cfg.evaluate.mcmc_rho < 1.0:
+        raise ConfigError("nbffg.gamma and evaluate.mcmc_rho: must lie in [0, 1)")
+    if cfg.evaluate.samples < 2 or cfg.evaluate.mcmc_ref_iters < 2 or cfg.cost.repeats < 2:
+        raise ConfigError("nbffg.evaluate.samples, evaluate.mcmc_ref_iters and cost.repeats: "
+                          "must be at least 2 (spread over samples / repeats)")
+    if cfg.shapes.landmarks < 3:
+        raise ConfigError(f"nbffg.shapes.landmarks: at least 3, got {cfg.shapes.landmarks}")
+    if len(cfg.cost.leaves) < 2 or cfg.train.paths_per_step < 0 or cfg.train.depth < 0:
+        raise ConfigError("nbffg.cost.leaves: at least 2 tree sizes; train.paths_per_step and "
+                          "train.depth: non-negative")
+    if not cfg.seeds or min(cfg.seeds) < 0:
+        raise ConfigError("nbffg.seeds: need a non-empty list of non-negative integers")
 
 
-def stage_data(run: Run) -> None:
+@stage({"task": str}, seed=True)
+def data_stage(run: Run) -> None:
+    """Tree, true states and leaf observations of one task and seed."""
     from repro26.nbffg import data as D
 
     _check(run.cfg)
@@ -133,7 +159,12 @@ def _history_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".eqx") + "_history.csv")
 
 
-def stage_train(run: Run) -> None:
+@stage({"task": str}, seed=True)
+def train_stage(run: Run) -> None:
+    """Train NBFFG's neural residual on one task and seed.
+
+    --input the task's data .npz; writes the model (--out) and its ELBO history
+    (<out>_history.csv)."""
     from repro26.nbffg import data as D
     from repro26.nbffg import losses as L
     from repro26.nbffg import train as T
@@ -148,7 +179,12 @@ def stage_train(run: Run) -> None:
     T.save_model(run.out, model, run.cfg.train.steps)
 
 
-def stage_evaluate(run: Run) -> None:
+@stage({"task": str}, seed=True)
+def evaluate_stage(run: Run) -> None:
+    """NBFFG, BFFG, naive and pCN MCMC on one task and seed: ELBO, ESS, evidence, posteriors.
+
+    --input the data .npz and model .eqx; writes the metrics (--out) and the internal-node
+    posteriors (<out>_nodes.csv)."""
     from repro26.nbffg import data as D
     from repro26.nbffg import evaluate as E
     from repro26.nbffg import losses as L
@@ -165,7 +201,9 @@ def stage_evaluate(run: Run) -> None:
     io.write_table(run.out, rows, run.meta())
 
 
-def stage_cost(run: Run) -> None:
+@stage()
+def cost_stage(run: Run) -> None:
+    """Seconds per training step vs tree size, whole tree vs pathwise subsampling."""
     from repro26.nbffg import evaluate as E
 
     _check(run.cfg)
@@ -180,32 +218,9 @@ def stage_cost(run: Run) -> None:
     io.write_table(run.out, rows, run.meta())
 
 
-def _figure(name: str):
-    def stage(run: Run) -> None:
-        from repro26.nbffg import figures
-
-        getattr(figures, name)(run.cfg, list(run.inputs), run.out)
-
-    return stage
-
-
-def stage_claims(run: Run) -> None:
-    from repro26.nbffg import claims
-
-    claims.write(run)
-
-
 STAGES = {
-    "data": stage_data,
-    "train": stage_train,
-    "evaluate": stage_evaluate,
-    "cost": stage_cost,
-    "fig_linear": _figure("linear_recovery"),
-    "fig_elbo_ess": _figure("elbo_ess"),
-    "fig_posterior": _figure("posterior_error"),
-    "fig_shapes": _figure("shapes"),
-    "fig_cost": _figure("cost"),
-    "fig_training": _figure("training"),
-    "fig_discrete": _figure("discrete"),
-    "claims": stage_claims,
+    "data": data_stage,
+    "train": train_stage,
+    "evaluate": evaluate_stage,
+    "cost": cost_stage,
 }

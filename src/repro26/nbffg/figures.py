@@ -1,37 +1,32 @@
-"""Figures of NBFFG, one function per figure; they read the tables written by the stages.
-
-Inputs are the stage tables: ``eval/<task>/seed<s>.csv`` (+ ``_nodes.csv``),
-``train/<task>/seed<s>_history.csv`` and ``cost.csv``.
-"""
+"""Figures of NBFFG in the paper's order; each reads the stage tables
+(``eval/<task>/seed<s>.csv`` and ``_nodes.csv``, ``train/<task>/seed<s>_history.csv``,
+``cost.csv``) named by its declaration, and its docstring is its caption."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from repro26.core import io, plotting
+from repro26.core import plotting, tables
+from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
+from repro26.nbffg.evaluate import (
+    history_path,
+    metrics_path,
+    nodes_path,
+    per_seed,
+    read_tables,
+    table_paths,
+    tasks_where,
+)
 
 METHODS = ("nbffg", "bffg", "naive", "mcmc")
 COLOURS = {"nbffg": "C0", "bffg": "C1", "naive": "C2", "mcmc": "C3", "truth": "k"}
 
 
-def _concat(paths: list[Path]) -> dict[str, np.ndarray]:
-    tables = [io.read_table(p) for p in paths]
-    if not tables:
-        return {}
-    return {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
-
-
-def eval_table(inputs: list[Path]) -> dict[str, np.ndarray]:
-    return _concat([p for p in inputs if p.parent.parent.name == "eval" and
-                    p.name.startswith("seed") and not p.name.endswith("_nodes.csv")])
-
-
-def _dynamics(task: str) -> str:
-    return task.split("_")[0]
+def _histories(run, task: str) -> list[dict]:
+    """The task's training ELBO histories, one per seed in seed order."""
+    return [tables.read(run.input(history_path(task, s))) for s in sorted(run.cfg.seeds)]
 
 
 def _empty(ax, text: str) -> None:
@@ -39,29 +34,20 @@ def _empty(ax, text: str) -> None:
     ax.set_axis_off()
 
 
-def _tasks_of(table, dynamics: str) -> list[str]:
-    return sorted({t for t in table.get("task", []) if _dynamics(t) == dynamics})
-
-
-def _save_empty(fig, axes, out: Path, text: str) -> None:
+def _all_empty(fig, axes, text: str):
     """The figure of a task kind this scale does not run: every panel says so."""
     for ax in axes.ravel():
         _empty(ax, text)
-    plotting.save(fig, out)
+    return fig
 
 
-def _per_seed(table, task, method, column):
-    sel = (table["task"] == task) & (table["method"] == method)
-    order = np.argsort(table["seed"][sel])
-    return table[column][sel][order].astype(float)
-
-
-def _bars(ax, table, tasks, methods, column, transform=lambda v: v):
+def _bars(ax, table, tasks, methods, column):
+    """Grouped bars: mean and 95% CI over seeds of `column`, one group per task."""
     width = 0.8 / len(methods)
     for j, method in enumerate(methods):
         means, halves = [], []
         for task in tasks:
-            mean, half = mean_ci(transform(_per_seed(table, task, method, column)))
+            mean, half = mean_ci(per_seed(table, task, method, column))
             means.append(mean)
             halves.append(half)
         ax.bar(np.arange(len(tasks)) + (j - (len(methods) - 1) / 2) * width, means, width,
@@ -70,15 +56,26 @@ def _bars(ax, table, tasks, methods, column, transform=lambda v: v):
     ax.set_xticklabels([t.replace("_", "\n") for t in tasks], fontsize=7)
 
 
-def linear_recovery(cfg, inputs: list[Path], out: Path) -> None:
-    """Experiment 1: exact posterior means vs NBFFG/BFFG, and the ELBO gap to exact log p(y)."""
-    table = eval_table(inputs)
+def _first_linear(cfg) -> list[str]:
+    return tasks_where(cfg, lambda d: d == "linear")[:1]
+
+
+@figure(inputs_from=lambda cfg: table_paths(cfg, _first_linear(cfg), metrics_path, nodes_path,
+                                            history_path))
+def linear(run):
+    """NBFFG experiment 1 (linear-Gaussian tree, exact posterior known). Left: posterior means of
+    the internal nodes estimated by NBFFG, BFFG (self-normalised importance sampling) and guided pCN
+    MCMC against exact dense Gaussian conditioning, all seeds. Right: gap between the exact
+    log-evidence and the NBFFG batch ELBO during training (mean and 95% CI over seeds); horizontal
+    lines: the evaluated ELBO gap of NBFFG and BFFG (BFFG is exact here, so its gap is 0 up to Euler
+    error)."""
     fig, axes = plotting.subplots(1, 2, width=3.6)
-    tasks = _tasks_of(table, "linear")
+    tasks = _first_linear(run.cfg)
     if not tasks:
-        return _save_empty(fig, axes, out, "no linear task")
+        return _all_empty(fig, axes, "no linear task")
     task = tasks[0]
-    nodes = _concat([p for p in inputs if p.name.endswith("_nodes.csv") and p.parent.name == task])
+    table = read_tables(run, metrics_path, tasks)
+    nodes = read_tables(run, nodes_path, tasks)
     ax = axes[0, 0]
     internal = nodes["internal"] == True  # noqa: E712
     ref = nodes["value"][internal & (nodes["method"] == "reference")]
@@ -92,15 +89,14 @@ def linear_recovery(cfg, inputs: list[Path], out: Path) -> None:
     ax.set_title(f"{task}: posterior means")
     ax.legend()
     ax = axes[0, 1]
-    hist = [io.read_table(p) for p in sorted(inputs) if p.name.endswith("_history.csv")
-            and p.parent.name == task]
-    exact = _per_seed(table, task, "nbffg", "exact_log_p")
+    hist = _histories(run, task)
+    exact = per_seed(table, task, "nbffg", "exact_log_p")
     if hist:
         steps = hist[0]["step"]
         gaps = np.stack([exact[i] - h["elbo"] for i, h in enumerate(hist)])
         plotting.line_with_ci(ax, steps, gaps, label="NBFFG training (batch ELBO)")
     for method, style in (("nbffg", "-"), ("bffg", "--")):
-        gap = exact - _per_seed(table, task, method, "elbo")
+        gap = exact - per_seed(table, task, method, "elbo")
         ax.axhline(float(np.mean(gap)), ls=style, color=COLOURS[method],
                    label=f"{method} eval: {np.mean(gap):.3f} nats")
     ax.axhline(0.0, color="k", lw=0.6)
@@ -108,18 +104,26 @@ def linear_recovery(cfg, inputs: list[Path], out: Path) -> None:
     ax.set_ylabel("log p(y) - ELBO (nats)")
     ax.set_title("ELBO gap to exact evidence")
     ax.legend(fontsize=6)
-    plotting.save(fig, out)
+    return fig
 
 
-def elbo_ess(cfg, inputs: list[Path], out: Path) -> None:
-    """Experiment 2/3: ELBO gain of NBFFG over BFFG and normalised ESS per nonlinear task."""
-    table = eval_table(inputs)
-    tasks = sorted({t for t in table.get("task", []) if _dynamics(t) != "linear"})
+def _nonlinear(cfg) -> list[str]:
+    return tasks_where(cfg, lambda d: d != "linear")
+
+
+@figure(inputs_from=lambda cfg: table_paths(cfg, _nonlinear(cfg), metrics_path))
+def elbo_ess(run):
+    """NBFFG experiments 2-3 (nonlinear dynamics: double-well, state-dependent OU, Kunita landmark
+    shapes, and discrete traits under a CTMC with time-dependent rates). Left: ELBO of NBFFG minus
+    ELBO of linear BFFG per task (mean and 95% CI over seeds). Right: normalised effective sample
+    size of the importance weights of NBFFG, BFFG and naive forward simulation (log scale)."""
+    tasks = _nonlinear(run.cfg)
     fig, axes = plotting.subplots(1, 2, width=max(3.4, 0.9 * len(tasks) + 1.5))
     if not tasks:
-        return _save_empty(fig, axes, out, "no nonlinear task")
+        return _all_empty(fig, axes, "no nonlinear task")
+    table = read_tables(run, metrics_path, tasks)
     ax = axes[0, 0]
-    gains = [_per_seed(table, t, "nbffg", "elbo") - _per_seed(table, t, "bffg", "elbo") for t in tasks]
+    gains = [per_seed(table, t, "nbffg", "elbo") - per_seed(table, t, "bffg", "elbo") for t in tasks]
     means, halves = zip(*(mean_ci(g) for g in gains))
     ax.bar(np.arange(len(tasks)), means, 0.6, yerr=halves, color=COLOURS["nbffg"])
     ax.axhline(0.0, color="k", lw=0.8)
@@ -132,17 +136,24 @@ def elbo_ess(cfg, inputs: list[Path], out: Path) -> None:
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_ylabel("ESS / N of importance weights")
-    ax.set_title(f"ESS ({cfg.evaluate.samples} samples)")
+    ax.set_title(f"ESS ({run.cfg.evaluate.samples} samples)")
     ax.legend()
-    plotting.save(fig, out)
+    return fig
 
 
-def posterior_error(cfg, inputs: list[Path], out: Path) -> None:
-    """Posterior means of internal nodes vs the reference (exact, long pCN, or truth); continuous
-    tasks only (the discrete ones, whose posterior means are marginal probabilities, are in
-    :func:`discrete`)."""
-    table = eval_table(inputs)
-    tasks = sorted({t for t in table.get("task", []) if _dynamics(t) != "ctmc"})
+def _continuous(cfg) -> list[str]:
+    return tasks_where(cfg, lambda d: d != "ctmc")
+
+
+@figure(inputs_from=lambda cfg: table_paths(cfg, _continuous(cfg), metrics_path))
+def posterior(run):
+    """RMSE of the internal-node posterior means of NBFFG, BFFG, naive importance sampling and
+    guided pCN MCMC (same number of forward solves) against the reference: exact conditioning
+    (linear), a long multi-chain guided pCN run (double-well, state-dependent OU), the simulated
+    true shapes (Kunita shapes). Continuous tasks only (discrete traits: see the discrete figure).
+    Mean and 95% CI over seeds, log scale."""
+    tasks = _continuous(run.cfg)
+    table = read_tables(run, metrics_path, tasks)
     fig, axes = plotting.subplots(1, 1, width=max(4.0, 1.0 * len(tasks) + 1.5))
     ax = axes[0, 0]
     if not tasks:
@@ -155,19 +166,32 @@ def posterior_error(cfg, inputs: list[Path], out: Path) -> None:
         refs = {t: table["reference"][table["task"] == t][0] for t in tasks}
         ax.set_title("reference: " + ", ".join(sorted(set(refs.values()))))
         ax.legend(ncol=2)
-    plotting.save(fig, out)
+    return fig
 
 
-def shapes(cfg, inputs: list[Path], out: Path) -> None:
-    """Experiment 3: ancestral landmark shapes (one seed) and reconstruction error over seeds."""
-    table = eval_table(inputs)
-    tasks = _tasks_of(table, "shapes")
+def _shape_tasks(cfg) -> list[str]:
+    return tasks_where(cfg, lambda d: d == "shapes")
+
+
+def _shapes_inputs(cfg) -> list[str]:
+    """Every shape task's metrics; the nodes of the first task's first seed (drawn)."""
+    tasks = _shape_tasks(cfg)
+    return table_paths(cfg, tasks, metrics_path) + [nodes_path(t, cfg.seeds[0]) for t in tasks[:1]]
+
+
+@figure(inputs_from=_shapes_inputs)
+def shapes(run):
+    """NBFFG experiment 3: landmark shapes (root: Fay's butterfly curve) evolving as a Kunita flow
+    on a random tree. Four internal nodes of one seed: true ancestral shapes and the posterior-mean
+    reconstructions of NBFFG, BFFG and naive forward simulation; right: internal-node landmark RMSE
+    of each method (mean and 95% CI over seeds)."""
+    tasks = _shape_tasks(run.cfg)
     fig, axes = plotting.subplots(1, 5, width=2.9, height=2.6)
     if not tasks:
-        return _save_empty(fig, axes, out, "no shape task")
-    task = tasks[0]
-    files = sorted(p for p in inputs if p.name.endswith("_nodes.csv") and p.parent.name == task)
-    nodes = io.read_table(files[0])
+        return _all_empty(fig, axes, "no shape task")
+    task, seed = tasks[0], run.cfg.seeds[0]
+    table = read_tables(run, metrics_path, tasks)
+    nodes = tables.read(run.input(nodes_path(task, seed)))
     internal = sorted({int(v) for v, i in zip(nodes["node"], nodes["internal"]) if i == True})  # noqa: E712
     show = internal[: 4]
     for ax, v in zip(axes[0, :4], show):
@@ -180,7 +204,6 @@ def shapes(cfg, inputs: list[Path], out: Path) -> None:
             ax.plot(pts[:, 0], pts[:, 1], "o" if method == "truth" else "x", ms=4,
                     color=COLOURS[method], label=method)
         ax.set_aspect("equal")
-        seed = files[0].name.removeprefix("seed").split("_")[0]
         ax.set_title(f"{task} seed {seed}: node {v}" + (" (root)" if v == 0 else ""), fontsize=7)
         ax.set_xlabel("x (shape units)")
     axes[0, 0].set_ylabel("y (shape units)")
@@ -193,12 +216,17 @@ def shapes(cfg, inputs: list[Path], out: Path) -> None:
     ax.set_title("error, all seeds")
     ax.legend(fontsize=6)
     fig.tight_layout()
-    plotting.save(fig, out)
+    return fig
 
 
-def cost(cfg, inputs: list[Path], out: Path) -> None:
-    """Experiment 4: seconds per training step vs number of leaves, with and without subsampling."""
-    table = io.read_table([p for p in inputs if p.name == "cost.csv"][0])
+@figure("cost.csv")
+def cost(run):
+    """NBFFG experiment 4: wall-clock milliseconds per training step (forward, gradient, Adam)
+    against the number of leaves of a balanced tree, on the whole tree and with pathwise subsampling
+    (a fixed number of root-to-leaf paths per sample). Mean and 95% CI over timing repeats, log-log
+    axes."""
+    cfg = run.cfg
+    table = tables.read(run.input("cost.csv"))
     fig, axes = plotting.subplots(1, 1, width=4.0)
     ax = axes[0, 0]
     leaves = np.unique(table["leaves"])
@@ -213,49 +241,60 @@ def cost(cfg, inputs: list[Path], out: Path) -> None:
     ax.set_ylabel("ms per training step")
     ax.set_title(f"cost per step, batch {cfg.cost.batch}")
     ax.legend()
-    plotting.save(fig, out)
+    return fig
 
 
-def training(cfg, inputs: list[Path], out: Path) -> None:
-    """NBFFG training curves per task: batch ELBO minus the seed's evaluated BFFG ELBO
-    (25-step moving average; mean and 95% CI over seeds). Above 0 = the residual helps."""
-    table = eval_table(inputs)
-    tasks = sorted({p.parent.name for p in inputs if p.name.endswith("_history.csv")})
+@figure(inputs_from=lambda cfg: table_paths(cfg, sorted(cfg.tasks), metrics_path, history_path))
+def training(run):
+    """NBFFG training curves: batch ELBO minus the evaluated ELBO of linear BFFG on the same seed,
+    25-step moving average, per task (mean and 95% CI over seeds); above 0 the neural residual
+    improves on BFFG."""
+    tasks = sorted(run.cfg.tasks)
+    table = read_tables(run, metrics_path, tasks)
     cols = min(3, max(1, len(tasks)))
     rows = max(1, -(-len(tasks) // cols))
     fig, axes = plotting.subplots(rows, cols, width=3.2, height=3.1)
     for ax in axes.reshape(-1)[len(tasks):]:
         _empty(ax, "")
     for ax, task in zip(axes.reshape(-1), tasks):
-        files = sorted(p for p in inputs if p.name.endswith("_history.csv") and p.parent.name == task)
-        seeds = [int(p.name.removeprefix("seed").split("_")[0]) for p in files]
-        bffg = {int(s): float(e) for s, m, t, e in zip(table["seed"], table["method"], table["task"],
-                                                      table["elbo"]) if m == "bffg" and t == task}
-        hist = [io.read_table(p) for p in files]
+        bffg = per_seed(table, task, "bffg", "elbo")  # seed order, as the histories
+        hist = _histories(run, task)
         window = max(1, min(25, len(hist[0]["elbo"]) // 4))
         kernel = np.ones(window) / window
-        gain = np.stack([np.convolve(h["elbo"] - bffg.get(s, np.nan), kernel, mode="valid")
-                         for h, s in zip(hist, seeds)])
+        gain = np.stack([np.convolve(h["elbo"] - b, kernel, mode="valid")
+                         for h, b in zip(hist, bffg)])
         plotting.line_with_ci(ax, hist[0]["step"][window - 1:], gain, label="NBFFG - BFFG")
         ax.axhline(0.0, color="k", lw=0.6)
         ax.set_title(task, fontsize=8)
         ax.set_xlabel("training step")
         ax.set_ylabel("ELBO gain over BFFG (nats)")
     fig.tight_layout()
-    plotting.save(fig, out)
+    return fig
 
 
-def discrete(cfg, inputs: list[Path], out: Path) -> None:
-    """Discrete traits (``ctmc`` tasks): (a) internal-node posterior marginals ``p(x_v = s | y)``
-    of every method vs the exact ones (first task, all seeds); (b) ELBO gap to the exact
-    evidence over NBFFG training, with the evaluated NBFFG/BFFG gaps; (c) RMSE of the marginals."""
-    table = eval_table(inputs)
-    tasks = _tasks_of(table, "ctmc")
+def _ctmc_tasks(cfg) -> list[str]:
+    return tasks_where(cfg, lambda d: d == "ctmc")
+
+
+@figure(inputs_from=lambda cfg: table_paths(cfg, _ctmc_tasks(cfg), metrics_path, history_path)
+        + table_paths(cfg, _ctmc_tasks(cfg)[:1], nodes_path))
+def discrete(run):
+    """NBFFG for discrete traits (ctmc tasks): a 4-state chain whose jump rates into each state
+    oscillate along the tree's time axis, guided by Felsenstein pruning with its time-averaged
+    (Jukes–Cantor) proxy; leaves observed through a noisy emission matrix. Left: posterior marginals
+    p(x_v = s | y) of internal nodes (incl. the root) of NBFFG, BFFG, naive importance sampling and
+    guided pCN MCMC against the exact marginals (inside–outside with the true time-dependent chain),
+    first task, all seeds. Middle: log p(y) minus the batch ELBO during NBFFG training (25-step
+    moving average, mean and 95% CI over seeds) and the evaluated gaps of NBFFG (solid) and BFFG
+    (dashed). Right: RMSE of the internal-node marginals per task (mean and 95% CI over seeds, log
+    scale)."""
+    tasks = _ctmc_tasks(run.cfg)
     fig, axes = plotting.subplots(1, 3, width=3.6, height=3.1)
     if not tasks:
-        return _save_empty(fig, axes, out, "no discrete (ctmc) task")
+        return _all_empty(fig, axes, "no discrete (ctmc) task")
     task = tasks[0]
-    nodes = _concat(sorted(p for p in inputs if p.name.endswith("_nodes.csv") and p.parent.name == task))
+    table = read_tables(run, metrics_path, tasks)
+    nodes = read_tables(run, nodes_path, [task])
     ax = axes[0, 0]
     internal = nodes["internal"] == True  # noqa: E712
     ref = nodes["value"][internal & (nodes["method"] == "reference")]
@@ -269,9 +308,8 @@ def discrete(cfg, inputs: list[Path], out: Path) -> None:
     ax.legend(fontsize=6)
     ax = axes[0, 1]
     for i, t in enumerate(tasks):
-        exact = _per_seed(table, t, "nbffg", "exact_log_p")
-        hist = [io.read_table(p) for p in sorted(inputs) if p.name.endswith("_history.csv")
-                and p.parent.name == t]
+        exact = per_seed(table, t, "nbffg", "exact_log_p")
+        hist = _histories(run, t)
         colour = f"C{4 + i}"
         if hist:
             window = max(1, min(25, len(hist[0]["elbo"]) // 4))
@@ -281,7 +319,7 @@ def discrete(cfg, inputs: list[Path], out: Path) -> None:
             plotting.line_with_ci(ax, hist[0]["step"][window - 1:], gaps, color=colour,
                                   label=f"{t} training")
         for method, style in (("nbffg", "-"), ("bffg", "--")):
-            gap = float(np.mean(exact - _per_seed(table, t, method, "elbo")))
+            gap = float(np.mean(exact - per_seed(table, t, method, "elbo")))
             ax.axhline(gap, ls=style, color=colour, lw=1.0, label=f"{method} eval: {gap:.2f}")
     ax.axhline(0.0, color="k", lw=0.6)
     ax.set_xlabel("training step")
@@ -296,4 +334,7 @@ def discrete(cfg, inputs: list[Path], out: Path) -> None:
     ax.set_title("vs exact marginals, all seeds")
     ax.legend(fontsize=6)
     fig.tight_layout()
-    plotting.save(fig, out)
+    return fig
+
+
+FIGURES = figures_by_name(linear, elbo_ess, posterior, shapes, cost, training, discrete)
