@@ -1,5 +1,5 @@
 # poll (issue 21): pricing in multi-activity network games by polling.
-# data (family x n) -> poll (family x n x heterogeneity, seeds vmapped) + exact (family x n)
+# data (family) -> poll (family x n x heterogeneity, seeds vmapped) + exact (family)
 # + adversary -> evaluate; figures, claims and the `poll` target come from
 # workflow/rules/protocol.smk.
 from repro26.poll.cli import exact_jobs as _poll_exact_jobs
@@ -10,36 +10,34 @@ POLL = "poll"
 POLL_TYPED = typed_config(POLL)
 POLL_GRAPHS = _poll_graph_jobs(POLL_TYPED)
 POLL_RUNS = [out(POLL, "runs", "poll", f, f"n{n}_h{h}.csv") for f, n, h in _poll_poll_jobs(POLL_TYPED)]
-POLL_EXACT = [out(POLL, "runs", "exact", f, f"n{n}.csv") for f, n in _poll_exact_jobs(POLL_TYPED)]
-POLL_FAMILIES = sorted({f for f, _ in POLL_GRAPHS})
-POLL_ADV_GRAPHS = out(POLL, "data", POLL_TYPED.adversary_family, f"n{POLL_TYPED.adversary_n}.npz")
+POLL_EXACT = [out(POLL, "runs", "exact", f"{f}.csv") for f in _poll_exact_jobs(POLL_TYPED)]
+POLL_FAMILIES = sorted(POLL_GRAPHS)
 
 
 rule poll_data:
-    """The seeds' graphs of one family and n (networkx; CSR arrays and spectral radii)."""
+    """The seeds' graphs of one family at each of its sizes (networkx; CSR arrays, ρ(G))."""
     input:
         cfg=out(POLL, "config.json"),
     output:
-        out(POLL, "data", "{family}", "n{n}.npz"),
+        out(POLL, "data", "{family}.npz"),
     log:
-        log_path(POLL, "data_{family}_n{n}"),
+        log_path(POLL, "data_{family}"),
     benchmark:
-        bench_path(POLL, "data_{family}_n{n}")
+        bench_path(POLL, "data_{family}")
     wildcard_constraints:
         family="|".join(POLL_FAMILIES),
-        n=r"\d+",
     threads: 1
     conda:
         ENV
     shell:
-        stage(POLL, "data", "--variant family={wildcards.family},n={wildcards.n} --out {output}")
+        stage(POLL, "data", "--variant family={wildcards.family} --out {output}")
 
 
 rule poll_poll:
     """Poll (seeds vmapped in one scan) and the trivial baselines on one family, n and h."""
     input:
         cfg=out(POLL, "config.json"),
-        graphs=out(POLL, "data", "{family}", "n{n}.npz"),
+        graphs=out(POLL, "data", "{family}.npz"),
     output:
         summary=out(POLL, "runs", "poll", "{family}", "n{n}_h{het}.csv"),
         trajectory=out(POLL, "runs", "poll", "{family}", "n{n}_h{het}_traj.csv"),
@@ -62,34 +60,34 @@ rule poll_poll:
 
 
 rule poll_exact:
-    """Exact (sparse LU, dense Cholesky) and distributed (CG, best response) pricing, every seed."""
+    """Exact (sparse LU, dense Cholesky) and distributed (CG, best response) pricing, every
+    seed and n of one family."""
     input:
         cfg=out(POLL, "config.json"),
-        graphs=out(POLL, "data", "{family}", "n{n}.npz"),
+        graphs=out(POLL, "data", "{family}.npz"),
     output:
-        out(POLL, "runs", "exact", "{family}", "n{n}.csv"),
+        out(POLL, "runs", "exact", "{family}.csv"),
     log:
-        log_path(POLL, "exact_{family}_n{n}"),
+        log_path(POLL, "exact_{family}"),
     benchmark:
-        bench_path(POLL, "exact_{family}_n{n}")
+        bench_path(POLL, "exact_{family}")
     wildcard_constraints:
         family="|".join(POLL_FAMILIES),
-        n=r"\d+",
     threads: THREADS
     resources:
         **train_resources(mem_mb_small=3000),
     conda:
         ENV
     shell:
-        stage(POLL, "exact", "--variant family={wildcards.family},n={wildcards.n}"
-              " --input {input.graphs} --out {output}")
+        stage(POLL, "exact", "--variant family={wildcards.family} --input {input.graphs}"
+              " --out {output}")
 
 
 rule poll_adversary:
     """Best misreports (plain vs probe-scored report) and detection of misreporting agents."""
     input:
         cfg=out(POLL, "config.json"),
-        graphs=POLL_ADV_GRAPHS,
+        graphs=out(POLL, "data", f"{POLL_TYPED.adversary_family}.npz"),
     output:
         incentives=out(POLL, "runs", "adversary", "incentives.csv"),
         detection=out(POLL, "runs", "adversary", "detection.csv"),

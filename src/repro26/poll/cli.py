@@ -98,44 +98,49 @@ def poll_jobs(cfg: Config) -> list[tuple[str, int, float]]:
     return jobs
 
 
-def graph_jobs(cfg: Config) -> list[tuple[str, int]]:
-    """(family, n) of every graph file: Poll's, the exact jobs' and the adversary's."""
-    jobs = [(f, n) for f, n, _ in poll_jobs(cfg)] + [(cfg.adversary_family, cfg.adversary_n)]
-    return list(dict.fromkeys(jobs))
+def graph_jobs(cfg: Config) -> dict[str, list[int]]:
+    """family -> the sizes n of its graphs file: Poll's, the exact jobs' and the adversary's."""
+    jobs: dict[str, list[int]] = {}
+    for f, n, _ in poll_jobs(cfg):
+        jobs.setdefault(f, [])
+        if n not in jobs[f]:
+            jobs[f].append(n)
+    jobs.setdefault(cfg.adversary_family, [])
+    if cfg.adversary_n not in jobs[cfg.adversary_family]:
+        jobs[cfg.adversary_family].append(cfg.adversary_n)
+    return jobs
 
 
-def exact_jobs(cfg: Config) -> list[tuple[str, int]]:
-    return [(f, n) for f in cfg.families for n in cfg.ns] + \
-        [(r, real_size(r)) for r in cfg.real_networks]
+def exact_jobs(cfg: Config) -> dict[str, list[int]]:
+    """family -> the sizes n its exact job computes."""
+    return {**{f: list(cfg.ns) for f in cfg.families},
+            **{r: [real_size(r)] for r in cfg.real_networks}}
 
 
-def _family_n(run: Run, allowed: list[tuple[str, int]]) -> tuple[str, int]:
+def _family(run: Run, allowed) -> str:
     check(run.cfg)
-    family, n = run.variant["family"], run.variant["n"]
-    names = sorted({f for f, _ in allowed})
-    if family not in names:
-        raise UsageError(f"--variant family: '{family}' is unknown; allowed: {', '.join(names)}")
-    sizes = sorted({m for f, m in allowed if f == family})
-    if n not in sizes:
-        raise UsageError(f"--variant n: {n} is not on {family}'s grid; allowed: "
-                         f"{', '.join(map(str, sizes))}")
-    return family, n
+    family = run.variant["family"]
+    if family not in allowed:
+        raise UsageError(f"--variant family: '{family}' is unknown; allowed: "
+                         f"{', '.join(sorted(allowed))}")
+    return family
 
 
-@stage({"family": str, "n": int})
+@stage({"family": str})
 def data_stage(run: Run) -> None:
-    """The seeds' graphs of one family and n (CSR arrays and spectral radii, .npz)."""
+    """The seeds' graphs of one family at each of its sizes (CSR arrays, spectral radii, .npz)."""
     from repro26.poll import evaluate
 
-    family, n = _family_n(run, graph_jobs(run.cfg))
-    io.write_npz(run.out, compressed=True, **evaluate.graphs_job(run.cfg, family, n))
+    jobs = graph_jobs(run.cfg)
+    family = _family(run, jobs)
+    io.write_npz(run.out, compressed=True, **evaluate.graphs_job(run.cfg, family, jobs[family]))
 
 
 def _graphs(run: Run) -> dict:
     import numpy as np
 
     if len(run.inputs) != 1 or run.inputs[0].suffix != ".npz":
-        raise UsageError("--input: this stage needs the one graphs .npz of its family and n")
+        raise UsageError("--input: this stage needs its family's graphs .npz")
     with np.load(run.inputs[0]) as f:
         return dict(f)
 
@@ -146,23 +151,27 @@ def poll_stage(run: Run) -> None:
     from repro26.poll import evaluate
 
     jobs = poll_jobs(run.cfg)
-    family, n = _family_n(run, [(f, m) for f, m, _ in jobs])
-    het = run.variant["het"]
+    family = _family(run, {f for f, _, _ in jobs})
+    n, het = run.variant["n"], run.variant["het"]
     if (family, n, het) not in jobs:
-        raise UsageError(f"--variant het: {het} is not a job of {family} at n={n}")
+        allowed = ", ".join(f"n={m},het={h}" for f, m, h in jobs if f == family)
+        raise UsageError(f"--variant n, het: ({n}, {het}) is not a job of {family}; allowed: "
+                         f"{allowed}")
     summary, trajectory = evaluate.poll_job(run.cfg, _graphs(run), family, n, het)
     out = Path(run.out)
     io.write_table(out, summary, run.meta())
     io.write_table(out.with_name(out.stem + "_traj.csv"), trajectory, run.meta())
 
 
-@stage({"family": str, "n": int})
+@stage({"family": str})
 def exact_stage(run: Run) -> None:
-    """Exact (sparse LU, dense) and distributed (CG, best response) computation, every seed."""
+    """Exact (sparse LU, dense) and distributed (CG, best response) computation, every seed and n."""
     from repro26.poll import evaluate
 
-    family, n = _family_n(run, exact_jobs(run.cfg))
-    io.write_table(run.out, evaluate.exact_job(run.cfg, _graphs(run), family, n), run.meta())
+    jobs = exact_jobs(run.cfg)
+    family = _family(run, jobs)
+    rows = evaluate.exact_job(run.cfg, _graphs(run), family, jobs[family])
+    io.write_table(run.out, rows, run.meta())
 
 
 @stage()
@@ -171,7 +180,9 @@ def adversary_stage(run: Run) -> None:
     from repro26.poll import evaluate
 
     check(run.cfg)
-    incentives, detection = evaluate.adversary_job(run.cfg, _graphs(run), run.cfg.adversary_family)
+    cfg = run.cfg
+    incentives, detection = evaluate.adversary_job(cfg, _graphs(run), cfg.adversary_family,
+                                                   cfg.adversary_n)
     out = Path(run.out)
     io.write_table(out / "incentives.csv", incentives, run.meta())
     io.write_table(out / "detection.csv", detection, run.meta())
@@ -189,7 +200,7 @@ def evaluate_stage(run: Run) -> None:
             groups["trajectories"].append(path)
         elif path.parent.name == "adversary":
             groups[path.stem].append(path)
-        elif "exact" in path.parts:
+        elif path.parent.name == "exact":
             groups["exact"].append(path)
         else:
             groups["summary"].append(path)

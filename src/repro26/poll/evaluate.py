@@ -27,15 +27,23 @@ from repro26.poll import data, model, solvers
 # ----------------------------------------------------------------------------- instances
 
 
-def graphs_job(cfg, family: str, n: int) -> dict[str, np.ndarray]:
-    """CSR arrays of every seed's graph (``indptr_<seed>``, ``indices_<seed>``) and ρ(G)."""
+def graphs_job(cfg, family: str, ns: list[int]) -> dict[str, np.ndarray]:
+    """CSR arrays of every seed's graph at every n (``n<n>_indptr_<seed>``,
+    ``n<n>_indices_<seed>``) and its spectral radius (``n<n>_rho_<seed>``)."""
     arrays = {}
-    for seed in cfg.seeds:
-        adj = data.adjacency(data.graph(family, n, seed, cfg.mean_degree, cfg.sbm_ratio))
-        arrays[f"indptr_{seed}"] = adj.indptr.astype(np.int64)
-        arrays[f"indices_{seed}"] = adj.indices.astype(np.int64)
-        arrays[f"rho_{seed}"] = np.asarray(data.spectral_radius(adj))
+    for n in ns:
+        for seed in cfg.seeds:
+            adj = data.adjacency(data.graph(family, n, seed, cfg.mean_degree, cfg.sbm_ratio))
+            arrays[f"n{n}_indptr_{seed}"] = adj.indptr.astype(np.int64)
+            arrays[f"n{n}_indices_{seed}"] = adj.indices.astype(np.int64)
+            arrays[f"n{n}_rho_{seed}"] = np.asarray(data.spectral_radius(adj))
     return arrays
+
+
+def graphs_at(graphs: dict, n: int) -> dict:
+    """The arrays of size n from a family's graphs file, keys without the ``n<n>_`` prefix."""
+    prefix = f"n{n}_"
+    return {k[len(prefix):]: v for k, v in graphs.items() if k.startswith(prefix)}
 
 
 def load_adjacency(graphs: dict, seed: int) -> sp.csr_array:
@@ -101,7 +109,7 @@ def checkpoints(rounds: int, count: int) -> np.ndarray:
 
 def poll_job(cfg, graphs: dict, family: str, n: int, heterogeneity: float):
     """Summary rows (one per seed and method) and trajectory rows of one (family, n, h)."""
-    insts = instances(cfg, graphs, heterogeneity)
+    insts = instances(cfg, graphs_at(graphs, n), heterogeneity)
     games, exact, checks = _batch(insts)
     keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(s), 2) for s in cfg.seeds])
     honest = jnp.zeros((len(insts), games.degree.shape[-1]), bool)
@@ -159,7 +167,12 @@ def poll_job(cfg, graphs: dict, family: str, n: int, heterogeneity: float):
 # ----------------------------------------------------------------------------- exact
 
 
-def exact_job(cfg, graphs: dict, family: str, n: int) -> list[dict]:
+def exact_job(cfg, graphs: dict, family: str, ns: list[int]) -> list[dict]:
+    """:func:`exact_n` at every n of the family."""
+    return [row for n in ns for row in exact_n(cfg, graphs_at(graphs, n), family, n)]
+
+
+def exact_n(cfg, graphs: dict, family: str, n: int) -> list[dict]:
     """Exact and distributed computation of the optimal price on every seed's game, each
     stopped (iterative ones) at price error ≤ ε; multiply-adds and seconds (compile excluded)."""
     insts = instances(cfg, graphs, cfg.heterogeneity)
@@ -275,11 +288,11 @@ def _incentive_rows(cfg, games, truthful, insts, family: str) -> list[dict]:
     return rows
 
 
-def adversary_job(cfg, graphs: dict, family: str) -> tuple[list[dict], list[dict]]:
+def adversary_job(cfg, graphs: dict, family: str, n: int) -> tuple[list[dict], list[dict]]:
     """Incentive rows (see :func:`_incentive_rows`) and detection rows (per attack strength
     κ, adversaries reporting ``R = κ Σ_i``: detection and false-positive rates of the FOC test,
     final price error with and without dropping flagged reports; κ = 1 is the truthful run)."""
-    insts = instances(cfg, graphs, cfg.heterogeneity)
+    insts = instances(cfg, graphs_at(graphs, n), cfg.heterogeneity)
     games, exact, checks = _batch(insts)
     nodes = games.degree.shape[-1]
     keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(s), 3) for s in cfg.seeds])

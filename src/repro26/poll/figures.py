@@ -30,14 +30,28 @@ def _log_n_axis(ax, ns):
     ax.set_xlabel("agents n")
 
 
-def _mean_band(ax, x, values, **kw):
+def _mean_band(ax, x, values, log=False, **kw):
+    """Mean over seeds (rows) with its 95% CI band; ``log``: geometric mean and the CI of
+    the mean log (for quantities plotted on a log axis)."""
     values = np.asarray(values, float)
-    keep = np.all(np.isfinite(values), axis=0)
-    if keep.any():
-        mean, half = mean_ci(values[:, keep], axis=0)
-        line, = ax.plot(np.asarray(x)[keep], mean, marker="o", ms=3, **kw)
-        ax.fill_between(np.asarray(x)[keep], np.maximum(mean - half, 1e-12), mean + half,
-                        color=line.get_color(), alpha=0.2, linewidth=0)
+    keep = np.all(np.isfinite(values) & ((values > 0) if log else True), axis=0)
+    if not keep.any():
+        return
+    vals = np.log(values[:, keep]) if log else values[:, keep]
+    mean, half = mean_ci(vals, axis=0)
+    lo, hi = mean - half, mean + half
+    if log:
+        mean, lo, hi = np.exp(mean), np.exp(lo), np.exp(hi)
+    line, = ax.plot(np.asarray(x)[keep], mean, marker="o", ms=3, **kw)
+    ax.fill_between(np.asarray(x)[keep], lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+
+
+def _kappa_axis(ax, kappas, label):
+    ax.set_xscale("log")
+    ax.set_xticks(list(kappas))
+    ax.set_xticklabels([f"{k:.3g}" for k in kappas], fontsize=7)
+    ax.minorticks_off()
+    ax.set_xlabel(label)
 
 
 @figure("tables/trajectories.csv", "tables/summary.csv")
@@ -73,7 +87,7 @@ def convergence(run):
             sel = dict(family=fam, n=n, het=cfg.heterogeneity)
             for ax, col_name in ((top, "price_error"), (bottom, "welfare_gap")):
                 rounds, vals = tables.pivot(traj, col_name, by="round", **sel)
-                _mean_band(ax, rounds, vals, color=color, label=label)
+                _mean_band(ax, rounds, vals, log=True, color=color, label=label)
         top.axhline(cfg.eps, color="k", ls=":", lw=1, label=f"ε = {cfg.eps}")
         for ax in (top, bottom):
             ax.set_xscale("log")
@@ -104,7 +118,8 @@ def operations_vs_n(run):
                 if method == "sparse_lu" and row == 0:
                     continue
                 ns, vals = tables.pivot(ops, col, family=fam, method=method)
-                _mean_band(axes[row, j], ns, vals, color=COLORS[method], label=LABELS[method])
+                _mean_band(axes[row, j], ns, vals, log=True, color=COLORS[method],
+                           label=LABELS[method])
         ns = tables.unique(ops, "n", family=fam)
         for row, label in ((0, "multiply-adds to ε"), (1, "seconds to ε")):
             _log_n_axis(axes[row, j], sorted(ns))
@@ -132,7 +147,7 @@ def queries(run):
     for k, fam in enumerate(fams):
         ns, vals = tables.pivot(summary, "queries_to_eps", family=fam, method="poll",
                                 het=cfg.heterogeneity)
-        _mean_band(ax, ns, vals, color=f"C{k}", label=fam)
+        _mean_band(ax, ns, vals, log=True, color=f"C{k}", label=fam)
     _log_n_axis(ax, sorted(tables.unique(summary, "n", family=fams[0])))
     ax.set_yscale("log")
     ax.set_ylabel(f"queries to ε = {cfg.eps}")
@@ -146,7 +161,7 @@ def queries(run):
         sub = {c: v[sel] for c, v in summary.items()}
         hets, vals = tables.pivot(sub, "queries_to_eps", by="het")
         cv = float(np.mean(sub["degree_cv"]))
-        _mean_band(ax, hets, vals, color=f"C{fams.index(fam)}",
+        _mean_band(ax, hets, vals, log=True, color=f"C{fams.index(fam)}",
                    label=f"{fam} (degree CV {cv:.2f})")
     ax.set_yscale("log")
     ax.set_xlabel("preference heterogeneity h")
@@ -178,8 +193,7 @@ def adversarial(run):
         vals = np.stack([tables.select(det, attack=a)[col] for a in xs], axis=1)
         _mean_band(ax, xs, vals, color=color, label=label)
     ax.axhline(cfg.alpha, color="k", ls=":", lw=1, label=f"α = {cfg.alpha}")
-    ax.set_xscale("log")
-    ax.set_xlabel("misreport scale κ (R = κΣ)")
+    _kappa_axis(ax, sorted(tables.unique(det, "attack")), "adversaries report R = κΣ_i")
     ax.set_ylabel("share of reports flagged")
     ax.legend(fontsize=6)
     ax = axes[0, 1]
@@ -187,10 +201,9 @@ def adversarial(run):
     for col, label, color in (("price_error_undefended", "flagged kept", "C3"),
                               ("price_error_defended", "flagged dropped", "C2")):
         vals = np.stack([tables.select(det, attack=a)[col] for a in xs], axis=1)
-        _mean_band(ax, xs, vals, color=color, label=label)
-    ax.set_xscale("log")
+        _mean_band(ax, xs, vals, log=True, color=color, label=label)
+    _kappa_axis(ax, xs, "adversaries report R = κΣ_i")
     ax.set_yscale("log")
-    ax.set_xlabel("misreport scale κ")
     ax.set_ylabel("final price error")
     ax.legend(fontsize=6)
     ax = axes[0, 2]
@@ -203,9 +216,8 @@ def adversarial(run):
         ax.plot(kappas, med, marker="o", ms=3, color=color, label=f"{rule} report")
         ax.fill_between(kappas, lo, hi, color=color, alpha=0.2, linewidth=0)
     ax.axhline(0, color="k", lw=0.8)
-    ax.set_xscale("log")
+    _kappa_axis(ax, kappas[::2], "polled agent reports R = κΣ_i")
     ax.set_yscale("symlog", linthresh=1e-7)
-    ax.set_xlabel("reported κ (R = κΣ_i)")
     ax.set_ylabel("net gain / own utility")
     ax.legend(fontsize=6)
     fig.tight_layout()
