@@ -26,9 +26,9 @@ def test_smoke_end_to_end(tmp_path):
     for fam in cli.graph_jobs(cfg):
         run("data", tmp_path / "data" / f"{fam}.npz", variant=f"family={fam}")
     runs = []
-    for fam, n, het in cli.poll_jobs(cfg):
-        out = tmp_path / "runs" / "poll" / fam / f"n{n}_h{het}.csv"
-        run("poll", out, [tmp_path / "data" / f"{fam}.npz"], f"family={fam},n={n},het={het}")
+    for fam in dict.fromkeys(f for f, _, _ in cli.poll_jobs(cfg)):
+        out = tmp_path / "runs" / "poll" / f"{fam}.csv"
+        run("poll", out, [tmp_path / "data" / f"{fam}.npz"], f"family={fam}")
         runs += [out, out.with_name(out.stem + "_traj.csv")]
     for fam in cli.exact_jobs(cfg):
         out = tmp_path / "runs" / "exact" / f"{fam}.csv"
@@ -65,9 +65,8 @@ def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
     assert len(err) == 1 and "walk_length" in err[0]
 
 
-@pytest.mark.parametrize("variant", ["er", "family=nope,n=40,het=1.0", "family=er,n=41,het=1.0",
-                                     "family=er,n=40,het=7.0", "family=er,n=x,het=1.0"])
-def test_poll_variant_must_name_a_job(tmp_path, variant):
+@pytest.mark.parametrize("variant", ["er", "family=nope", "family=er,n=40"])
+def test_poll_variant_must_name_a_family(tmp_path, variant):
     with pytest.raises(UsageError, match="--variant"):
         run_stage("poll", "poll", config=ROOT / "config" / "config.yaml", scale="smoke",
                   out=tmp_path / "x.csv", variant=variant, progress=False)

@@ -1,5 +1,5 @@
 # poll (issue 21): pricing in multi-activity network games by polling.
-# data (family) -> poll (family x n x heterogeneity, seeds vmapped) + exact (family)
+# data (family) -> poll (family: every n and heterogeneity, seeds vmapped) + exact (family)
 # + adversary -> evaluate; figures, claims and the `poll` target come from
 # workflow/rules/protocol.smk.
 from repro26.poll.cli import exact_jobs as _poll_exact_jobs
@@ -9,7 +9,7 @@ from repro26.poll.cli import poll_jobs as _poll_poll_jobs
 POLL = "poll"
 POLL_TYPED = typed_config(POLL)
 POLL_GRAPHS = _poll_graph_jobs(POLL_TYPED)
-POLL_RUNS = [out(POLL, "runs", "poll", f, f"n{n}_h{h}.csv") for f, n, h in _poll_poll_jobs(POLL_TYPED)]
+POLL_RUNS = [out(POLL, "runs", "poll", f"{f}.csv") for f in dict.fromkeys(f for f, _, _ in _poll_poll_jobs(POLL_TYPED))]
 POLL_EXACT = [out(POLL, "runs", "exact", f"{f}.csv") for f in _poll_exact_jobs(POLL_TYPED)]
 POLL_FAMILIES = sorted(POLL_GRAPHS)
 
@@ -34,33 +34,31 @@ rule poll_data:
 
 
 rule poll_poll:
-    """Poll (seeds vmapped in one scan) and the trivial baselines on one family, n and h."""
+    """Poll (seeds vmapped in one scan) and the trivial baselines at every n and h of one family."""
     input:
         cfg=out(POLL, "config.json"),
         graphs=out(POLL, "data", "{family}.npz"),
     output:
-        summary=out(POLL, "runs", "poll", "{family}", "n{n}_h{het}.csv"),
-        trajectory=out(POLL, "runs", "poll", "{family}", "n{n}_h{het}_traj.csv"),
+        summary=out(POLL, "runs", "poll", "{family}.csv"),
+        trajectory=out(POLL, "runs", "poll", "{family}_traj.csv"),
     log:
-        log_path(POLL, "poll_{family}_n{n}_h{het}"),
+        log_path(POLL, "poll_{family}"),
     benchmark:
-        bench_path(POLL, "poll_{family}_n{n}_h{het}")
+        bench_path(POLL, "poll_{family}")
     wildcard_constraints:
         family="|".join(POLL_FAMILIES),
-        n=r"\d+",
-        het=r"[0-9.]+",
     threads: THREADS
     resources:
         **train_resources(mem_mb_small=2000),
     conda:
         ENV
     shell:
-        stage(POLL, "poll", "--variant family={wildcards.family},n={wildcards.n},het={wildcards.het}"
-              " --input {input.graphs} --out {output.summary}")
+        stage(POLL, "poll", "--variant family={wildcards.family} --input {input.graphs}"
+              " --out {output.summary}")
 
 
 rule poll_exact:
-    """Exact (sparse LU, dense Cholesky) and distributed (CG, best response) pricing, every
+    """Exact (dense Cholesky) and distributed (CG, best response) pricing, every
     seed and n of one family."""
     input:
         cfg=out(POLL, "config.json"),

@@ -1,7 +1,7 @@
 """Stages of ``repro26 poll <stage>`` and the method's typed config.
 
-data (one job per graph family and n, all seeds) -> poll (family × n × heterogeneity, seeds
-vmapped) + exact (family × n) + adversary -> evaluate; the figures (``figures.FIGURES``) and
+data, poll (every n and heterogeneity, seeds vmapped) and exact each one job per graph family,
++ adversary -> evaluate; the figures (``figures.FIGURES``) and
 claims (``claims.CLAIMS``) stages come from core.
 """
 
@@ -145,19 +145,20 @@ def _graphs(run: Run) -> dict:
         return dict(f)
 
 
-@stage({"family": str, "n": int, "het": float})
+@stage({"family": str})
 def poll_stage(run: Run) -> None:
-    """Poll and the trivial baselines on every seed's game: summary .csv and _traj.csv."""
+    """Poll and the trivial baselines on every seed's game at each (n, h) job of one family:
+    summary .csv and _traj.csv."""
     from repro26.poll import evaluate
 
     jobs = poll_jobs(run.cfg)
     family = _family(run, {f for f, _, _ in jobs})
-    n, het = run.variant["n"], run.variant["het"]
-    if (family, n, het) not in jobs:
-        allowed = ", ".join(f"n={m},het={h}" for f, m, h in jobs if f == family)
-        raise UsageError(f"--variant n, het: ({n}, {het}) is not a job of {family}; allowed: "
-                         f"{allowed}")
-    summary, trajectory = evaluate.poll_job(run.cfg, _graphs(run), family, n, het)
+    graphs = _graphs(run)
+    summary, trajectory = [], []
+    for _, n, het in (job for job in jobs if job[0] == family):
+        rows, traj = evaluate.poll_job(run.cfg, graphs, family, n, het)
+        summary += rows
+        trajectory += traj
     out = Path(run.out)
     io.write_table(out, summary, run.meta())
     io.write_table(out.with_name(out.stem + "_traj.csv"), trajectory, run.meta())
@@ -165,7 +166,7 @@ def poll_stage(run: Run) -> None:
 
 @stage({"family": str})
 def exact_stage(run: Run) -> None:
-    """Exact (sparse LU, dense) and distributed (CG, best response) computation, every seed and n."""
+    """Exact (dense) and distributed (CG, best response) computation, every seed and n."""
     from repro26.poll import evaluate
 
     jobs = exact_jobs(run.cfg)

@@ -4,7 +4,7 @@
 * :func:`poll_job` — ``Poll`` on every seed's game of one (family, n, heterogeneity), all seeds
   in one vmapped ``lax.scan``, next to the trivial baselines (mean-field uniform price, degree
   heuristic, no price) evaluated on the same games: summary rows and trajectory rows.
-* :func:`exact_job` — exact computation (sparse LU, dense Cholesky) and the distributed
+* :func:`exact_job` — exact computation (dense Cholesky) and the distributed
   baselines (conjugate gradients, best-response dynamics) stopped at the same ε.
 * :func:`adversary_job` — best misreports (optax over every positive-definite report) and the
   detection rate / false positives of the first-order-condition test under attack.
@@ -195,10 +195,6 @@ def exact_n(cfg, graphs: dict, family: str, n: int) -> list[dict]:
             rows.append({**base, "method": name, "iterations": int(res.iterations),
                          "ops_to_eps": float(res.ops), "time_s": seconds,
                          "price_error": float(res.error)})
-        start = time.perf_counter()
-        solvers.exact_centralities(inst.adj, inst.sigma, inst.delta)
-        rows.append({**base, "method": "sparse_lu", "iterations": 1, "ops_to_eps": np.nan,
-                     "time_s": time.perf_counter() - start, "price_error": 0.0})
         if n <= cfg.dense_max_n:
             c, ops, seconds = solvers.dense_solve(game)
             q = model.kernel_from_centralities(jnp.asarray(c), game.sigma, game.mask).q(game.a)

@@ -9,9 +9,9 @@ from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
 
 COLORS = {"poll": "C0", "cg": "C1", "best_response": "C2", "exact_dense": "C3",
-          "sparse_lu": "C4", "mean_field": "C5", "degree": "C6", "no_price": "0.5"}
+          "mean_field": "C5", "degree": "C6", "no_price": "0.5"}
 LABELS = {"poll": "Poll", "cg": "conjugate gradients", "best_response": "best-response dynamics",
-          "exact_dense": "exact (dense Cholesky)", "sparse_lu": "exact (sparse LU)",
+          "exact_dense": "exact (dense Cholesky)",
           "mean_field": "uniform price (mean field)", "degree": "degree heuristic",
           "no_price": "no price"}
 
@@ -111,12 +111,10 @@ def operations_vs_n(run):
     fams = [f for f in tables.unique(ops, "family") if len(tables.unique(ops, "n", family=f)) > 1]
     fig, axes = plotting.subplots(2, len(fams), width=3.0, height=2.6)
     for j, fam in enumerate(fams):
-        for method in ("poll", "cg", "best_response", "exact_dense", "sparse_lu"):
+        for method in ("poll", "cg", "best_response", "exact_dense"):
             if not np.any(tables.where(ops, family=fam, method=method)):
                 continue
             for row, col in ((0, "ops_to_eps"), (1, "time_s")):
-                if method == "sparse_lu" and row == 0:
-                    continue
                 ns, vals = tables.pivot(ops, col, family=fam, method=method)
                 _mean_band(axes[row, j], ns, vals, log=True, color=COLORS[method],
                            label=LABELS[method])

@@ -1,7 +1,7 @@
 r"""The math of pricing by polling, in the algorithm's order.
 
-1. Exact centralities ``C = M⁻¹ (1 ⊗ I_m)`` (n blocks of m × m): sparse LU in float64 (the
-   reference), dense solve, conjugate gradients, and best-response dynamics (Jacobi)
+1. Exact centralities ``C = M⁻¹ (1 ⊗ I_m)`` (n blocks of m × m): the float64 reference (sweeps
+   to convergence), dense solve, conjugate gradients, and best-response dynamics (Jacobi)
 
        C_i^{(k+1)} = Σ_i⁻¹ (I + δ Σ_j g_ij C_j^{(k)}) ,   C^{(0)}_i = Σ_i⁻¹ ,
 
@@ -74,12 +74,24 @@ def check_equilibrium_exists(adj: sp.csr_array, sigma: np.ndarray, delta: float)
             "concave_welfare": bool(2 * delta * rho < lam)}
 
 
-def exact_centralities(adj: sp.csr_array, sigma: np.ndarray, delta: float) -> np.ndarray:
-    """``C = M⁻¹ (1 ⊗ I)`` by sparse LU (SuperLU), float64, shape (n, m, m)."""
+def exact_centralities(adj: sp.csr_array, sigma: np.ndarray, delta: float,
+                       tol: float = 1e-13, max_iter: int = 2000) -> np.ndarray:
+    """``C = M⁻¹ (1 ⊗ I)``, float64, shape (n, m, m): best-response sweeps
+    ``C ← Σ_i⁻¹ (I + δ G C)`` until a sweep changes C by less than ``tol`` (relative). The sweep
+    contracts by ``δ ρ(G) / min_i λ_min(Σ_i) < 1`` (the existence condition), so this is the
+    exact solve to float64 precision at O(|E| m²) per sweep; a sparse LU fills in on hub-heavy
+    graphs (Barabási–Albert) and is cubic there."""
     n, m = sigma.shape[0], sigma.shape[-1]
-    rhs = np.kron(np.ones((n, 1)), np.eye(m))
-    y = spla.splu(game_matrix(adj, sigma, delta)).solve(rhs)
-    return y.reshape(n, m, m)
+    sinv = np.linalg.inv(sigma)
+    c = sinv.copy()
+    for _ in range(max_iter):
+        new = np.einsum("nij,njk->nik", sinv, np.eye(m) + delta * (adj @ c.reshape(n, -1))
+                        .reshape(n, m, m))
+        change = np.abs(new - c).max() / np.abs(new).max()
+        c = new
+        if change < tol:
+            return c
+    raise ValueError(f"best-response sweeps did not converge (δ = {delta}): no unique equilibrium?")
 
 
 def truncated_centralities(adj: sp.csr_array, sigma: np.ndarray, delta: float,
