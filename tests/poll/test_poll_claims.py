@@ -59,6 +59,17 @@ def test_queries_claim_flips():
     assert claims.queries_claim(_summary(), 0.05, 1.0, 300).verdict == "held"
     assert claims.queries_claim(_summary(queries_growth_n=1.0), 0.05, 1.0, 300).verdict == "not held"
     assert claims.queries_claim(_summary(het_growth=-0.5), 0.05, 1.0, 300).verdict == "not held"
+    # one family clearly growing with n: not held even where another family's CI is wide
+    mixed = _summary()
+    sel = (mixed["family"] == "ba") & (mixed["method"] == "poll")
+    mixed["queries_to_eps"] = np.where(sel, mixed["queries_to_eps"] * (mixed["n"] / 100.0),
+                                       mixed["queries_to_eps"])
+    noisy = (mixed["family"] == "er") & (mixed["method"] == "poll")
+    rng = np.random.default_rng(3)
+    mixed["queries_to_eps"] = np.where(noisy, mixed["queries_to_eps"]
+                                       * np.exp(1.5 * rng.normal(size=noisy.size)),
+                                       mixed["queries_to_eps"])
+    assert claims.queries_claim(mixed, 0.05, 1.0, 300).verdict == "not held"
     trivial_good = claims.queries_claim(_summary(trivial_error=0.01), 0.05, 1.0, 300)
     assert trivial_good.verdict == "inconclusive"
 

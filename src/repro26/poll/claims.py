@@ -134,9 +134,16 @@ def queries_claim(summ, eps: float, heterogeneity: float, sweep_n: int) -> Claim
                     for f in m["by_heterogeneity"].values())
         return bool(m["by_n"]) and bool(m["by_heterogeneity"]) and flat and grows
 
+    def decisively_fails(m):
+        return any(f["censored_runs"] > 0 or f["slope"]["ci95"][0] > FLAT_SLOPE
+                   for f in m["by_n"].values()) or any(
+            f["log_ratio_high_vs_low"]["ci95"][1] <= 0 for f in m["by_heterogeneity"].values())
+
     def unclear(m):
         if min(m["trivial_price_error"].values()) <= eps:
             return f"a trivial baseline is already within eps = {eps}"
+        if decisively_fails(m):  # more seeds could not make it hold
+            return None
         wide = [k for k, f in m["by_n"].items()
                 if f["slope"]["ci95"][1] - f["slope"]["ci95"][0] > 2 * FLAT_SLOPE
                 and f["slope"]["ci95"][0] <= FLAT_SLOPE]
