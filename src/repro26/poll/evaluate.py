@@ -1,0 +1,327 @@
+"""The experiments' jobs and their tidy tables.
+
+* :func:`graphs_job` — the seeds' graphs of one family and n (CSR arrays, ρ(G), δ).
+* :func:`poll_job` — ``Poll`` on every seed's game of one (family, n, heterogeneity), all seeds
+  in one vmapped ``lax.scan``, next to the trivial baselines (mean-field uniform price, degree
+  heuristic, no price) evaluated on the same games: summary rows and trajectory rows.
+* :func:`exact_job` — exact computation (dense Cholesky) and the distributed
+  baselines (conjugate gradients, best-response dynamics) stopped at the same ε.
+* :func:`adversary_job` — best misreports (optax over every positive-definite report) and the
+  detection rate / false positives of the first-order-condition test under attack.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import scipy.sparse as sp
+
+from repro26.poll import data, model, solvers
+
+
+# ----------------------------------------------------------------------------- instances
+
+
+def graphs_job(cfg, family: str, ns: list[int]) -> dict[str, np.ndarray]:
+    """CSR arrays of every seed's graph at every n (``n<n>_indptr_<seed>``,
+    ``n<n>_indices_<seed>``) and its spectral radius (``n<n>_rho_<seed>``)."""
+    arrays = {}
+    for n in ns:
+        for seed in cfg.seeds:
+            adj = data.adjacency(data.graph(family, n, seed, cfg.mean_degree, cfg.sbm_ratio))
+            arrays[f"n{n}_indptr_{seed}"] = adj.indptr.astype(np.int64)
+            arrays[f"n{n}_indices_{seed}"] = adj.indices.astype(np.int64)
+            arrays[f"n{n}_rho_{seed}"] = np.asarray(data.spectral_radius(adj))
+    return arrays
+
+
+def graphs_at(graphs: dict, n: int) -> dict:
+    """The arrays of size n from a family's graphs file, keys without the ``n<n>_`` prefix."""
+    prefix = f"n{n}_"
+    return {k[len(prefix):]: v for k, v in graphs.items() if k.startswith(prefix)}
+
+
+def load_adjacency(graphs: dict, seed: int) -> sp.csr_array:
+    indptr, indices = graphs[f"indptr_{seed}"], graphs[f"indices_{seed}"]
+    n = len(indptr) - 1
+    return sp.csr_array((np.ones(len(indices)), indices, indptr), shape=(n, n))
+
+
+class Instance:
+    """One seed's game with everything the evaluation knows: exact kernel, truncated-series
+    kernel, status-quo efforts for the FOC checks."""
+
+    def __init__(self, cfg, adj: sp.csr_array, rho: float, seed: int, heterogeneity: float):
+        n, m = adj.shape[0], cfg.activities
+        key = jax.random.fold_in(jax.random.PRNGKey(seed), 1)
+        self.sigma = data.technologies(key, n, m, heterogeneity)
+        self.delta = cfg.peer_strength / rho if rho > 0 else 0.0
+        self.rho, self.adj = rho, adj
+        a = np.asarray(cfg.activity_values, np.float64)
+        self.existence = solvers.check_equilibrium_exists(adj, self.sigma, self.delta)
+        if not self.existence["concave_welfare"]:
+            raise ValueError(f"2δρ(G) ≥ min λ_min(Σ_i): {self.existence}")
+        self.game = model.NetworkGame.from_arrays(adj, self.sigma, self.delta, a)
+        self.centrality = solvers.exact_centralities(adj, self.sigma, self.delta)
+        self.exact = model.kernel_numpy(self.centrality, self.sigma)
+        self.truncated = solvers.exact_kernel(adj, self.sigma, self.delta, cfg.walk_length)
+        x = self.centrality @ a  # status quo p = 0: x_i = C_i a
+        noise = cfg.obs_noise * float(np.sqrt(np.mean(x**2)))
+        self.checks = solvers.Checks(
+            jnp.asarray(a, jnp.float32), jnp.asarray(x, jnp.float32),
+            jnp.asarray(adj @ x, jnp.float32), jnp.float32(noise),
+            jnp.float32(solvers.chi2_threshold(m, cfg.alpha)))
+
+
+def instances(cfg, graphs: dict, heterogeneity: float) -> list[Instance]:
+    return [Instance(cfg, load_adjacency(graphs, s), float(graphs[f"rho_{s}"]), s, heterogeneity)
+            for s in cfg.seeds]
+
+
+def _batch(insts: list[Instance]):
+    games = data.padded_batch([i.game for i in insts])
+    stack = lambda *xs: jnp.stack(xs)  # noqa: E731
+    exact = jax.tree.map(stack, *[i.exact for i in insts])
+    checks = jax.tree.map(stack, *[i.checks for i in insts])
+    return games, exact, checks
+
+
+def _poll_batched(rounds: int, length: int):
+    """``solvers.poll`` vmapped over seeds (games, kernels, checks, masks), jitted once per shape."""
+    fn = jax.vmap(lambda key, game, exact, checks, adversarial, attack, drop: solvers.poll(
+        key, game, exact, rounds, length, checks, adversarial, attack, drop),
+        in_axes=(0, 0, 0, 0, 0, None, None))
+    return jax.jit(fn)
+
+
+def checkpoints(rounds: int, count: int) -> np.ndarray:
+    """Log-spaced rounds 1..T (distinct), where trajectories are written."""
+    return np.unique(np.geomspace(1, rounds, count).astype(int))
+
+
+# ----------------------------------------------------------------------------- Poll
+
+
+def poll_job(cfg, graphs: dict, family: str, n: int, heterogeneity: float):
+    """Summary rows (one per seed and method) and trajectory rows of one (family, n, h)."""
+    insts = instances(cfg, graphs_at(graphs, n), heterogeneity)
+    games, exact, checks = _batch(insts)
+    keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(s), 2) for s in cfg.seeds])
+    honest = jnp.zeros((len(insts), games.degree.shape[-1]), bool)
+    run = _poll_batched(cfg.rounds, cfg.walk_length)
+    run(keys, games, exact, checks, honest, 1.0, False).error.block_until_ready()  # compile
+    start = time.perf_counter()
+    trace = run(keys, games, exact, checks, honest, 1.0, False)
+    trace.error.block_until_ready()
+    seconds_per_seed = (time.perf_counter() - start) / len(insts)
+    common = {"family": family, "n": n, "het": heterogeneity}
+    summary, trajectory = [], []
+    marks = checkpoints(cfg.rounds, cfg.checkpoints)
+    for b, (seed, inst) in enumerate(zip(cfg.seeds, insts)):
+        a = inst.game.a
+        q_star = inst.exact.q(a)
+        err, gap = np.asarray(trace.error[b]), np.asarray(trace.gap[b])
+        queries, ops = np.asarray(trace.queries[b]), np.asarray(trace.ops[b], np.float64)
+        r = solvers.rounds_to_eps(err, cfg.eps)
+        censored = r > cfg.rounds
+        at = min(r, cfg.rounds) - 1
+        degree = np.asarray(inst.game.degree, float)
+        info = {**common, "seed": seed, "delta": inst.delta, "rho": inst.rho,
+                "degree_cv": float(degree.std() / degree.mean()),
+                "p_star_norm": float(jnp.linalg.norm(a - q_star))}
+        late = slice(cfg.rounds // 2, cfg.rounds)
+        t = np.arange(1, cfg.rounds + 1)
+        summary.append({
+            **info, "method": "poll", "price_error": float(err[-1]), "welfare_gap": float(gap[-1]),
+            "rounds_to_eps": np.nan if censored else r,
+            "queries_to_eps": np.nan if censored else int(queries[at]),
+            "ops_to_eps": np.nan if censored else float(ops[at]),
+            "time_to_eps_s": np.nan if censored else seconds_per_seed * r / cfg.rounds,
+            # asymptotic variance t·err² (late half) / ε²: the rounds the CLT predicts
+            "rounds_to_eps_clt": float(np.mean(t[late] * err[late] ** 2) / cfg.eps**2),
+            "truncation_error": float(model.price_error(inst.truncated.q(a), q_star, a)),
+        })
+        game = jax.tree.map(lambda x: x[b], games)  # padded: one compile per shape
+        for name, kernel in (("mean_field", model.mean_field_kernel(game)),
+                             ("degree", model.degree_kernel(game))):
+            q = kernel.q(a)
+            summary.append({**info, "method": name,
+                            "price_error": float(model.price_error(q, q_star, a)),
+                            "welfare_gap": float(model.welfare_gap(q, inst.exact, a))})
+        q = model.no_price_q(inst.game)
+        summary.append({**info, "method": "no_price",
+                        "price_error": float(model.price_error(q, q_star, a)),
+                        "welfare_gap": float(model.welfare_gap(q, inst.exact, a))})
+        for k in marks:
+            trajectory.append({**common, "seed": seed, "round": int(k),
+                               "price_error": float(err[k - 1]), "welfare_gap": float(gap[k - 1]),
+                               "queries": int(queries[k - 1])})
+    return summary, trajectory
+
+
+# ----------------------------------------------------------------------------- exact
+
+
+def exact_job(cfg, graphs: dict, family: str, ns: list[int]) -> list[dict]:
+    """:func:`exact_n` at every n of the family."""
+    return [row for n in ns for row in exact_n(cfg, graphs_at(graphs, n), family, n)]
+
+
+def exact_n(cfg, graphs: dict, family: str, n: int) -> list[dict]:
+    """Exact and distributed computation of the optimal price on every seed's game, each
+    stopped (iterative ones) at price error ≤ ε; multiply-adds and seconds (compile excluded)."""
+    insts = instances(cfg, graphs, cfg.heterogeneity)
+    nodes, width = data.padded_shape([i.game for i in insts])
+    solvers_jit = {
+        "cg": jax.jit(lambda g, q: solvers.conjugate_gradient(g, q, cfg.eps, cfg.max_iter)),
+        "best_response": jax.jit(lambda g, q: solvers.best_response_dynamics(
+            g, q, cfg.eps, cfg.max_iter)),
+    }
+    rows = []
+    for seed, inst in zip(cfg.seeds, insts):
+        game = inst.game.pad(nodes, width)
+        q_star = inst.exact.q(game.a)
+        base = {"family": family, "n": n, "seed": seed}
+        for name, fn in solvers_jit.items():
+            jax.block_until_ready(fn(game, q_star))
+            start = time.perf_counter()
+            res = jax.block_until_ready(fn(game, q_star))
+            seconds = time.perf_counter() - start
+            rows.append({**base, "method": name, "iterations": int(res.iterations),
+                         "ops_to_eps": float(res.ops), "time_s": seconds,
+                         "price_error": float(res.error)})
+        if n <= cfg.dense_max_n:
+            c, ops, seconds = solvers.dense_solve(game)
+            q = model.kernel_from_centralities(jnp.asarray(c), game.sigma, game.mask).q(game.a)
+            rows.append({**base, "method": "exact_dense", "iterations": 1, "ops_to_eps": ops,
+                         "time_s": seconds,
+                         "price_error": float(model.price_error(q, q_star, game.a))})
+    return rows
+
+
+# ----------------------------------------------------------------------------- incentives
+
+
+def _best_misreport(cfg):
+    """``(σ_i, C_i, Ŵ¹, Ŵ², final kernel, a, key, s²) ↦`` max over symmetric A, ``‖A‖_F ≤ radius``,
+    of the relative net gain of reporting ``R(A)`` (projected Adam from A = 0 and
+    ``incentive_starts − 1`` random starts)."""
+    opt = optax.adam(0.05)
+
+    def project(A):
+        A = 0.5 * (A + A.T)
+        return A * jnp.minimum(1.0, cfg.incentive_radius / jnp.maximum(jnp.linalg.norm(A), 1e-12))
+
+    def best(sigma_i, c_i, w1, w2, final, a, key, probe_var):
+        def gain(A):
+            return solvers.manipulation_gain(A, sigma_i, c_i, w1, w2, final, cfg.rounds, a,
+                                             probe_var)
+
+        def climb(A0):
+            def step(carry, _):
+                A, state = carry
+                upd, state = opt.update(jax.grad(lambda x: -gain(x))(A), state)
+                return (project(A + upd), state), None
+
+            (A, _), _ = jax.lax.scan(step, (A0, opt.init(A0)), None, length=cfg.incentive_steps)
+            return gain(A)
+
+        m = sigma_i.shape[0]
+        starts = 0.5 * jax.random.normal(key, (cfg.incentive_starts, m, m))
+        starts = jax.vmap(project)(starts.at[0].set(0.0))
+        return jnp.max(jax.vmap(climb)(starts))
+
+    return best
+
+
+KAPPAS = tuple(float(k) for k in np.geomspace(0.25, 4.0, 9))
+
+
+def _incentive_rows(cfg, games, truthful, insts, family: str) -> list[dict]:
+    """Per seed, ``incentive_samples`` fresh polls of the truthful run's last round: the best
+    misreport's net gain (plain report and probe-scored report) and the gain along R = κ Σ_i."""
+    n = insts[0].game.n
+    walks = jax.vmap(lambda k, i, g: solvers.walk_tail(k, i, g, cfg.walk_length)[0],
+                     in_axes=(0, 0, None))
+    rules = {"plain": 0.0, "probe": cfg.probe_var}
+    best = jax.jit(jax.vmap(_best_misreport(cfg), in_axes=(0, 0, 0, 0, None, None, 0, None)))
+    scaled = jax.jit(jax.vmap(jax.vmap(
+        lambda A, s, c, w1, w2, final, a, var: solvers.manipulation_gain(
+            A, s, c, w1, w2, final, cfg.rounds, a, var),
+        in_axes=(0, None, None, None, None, None, None, None)),
+        in_axes=(None, 0, 0, 0, 0, None, None, None)))
+    log_kappa = jnp.stack([jnp.eye(cfg.activities) * np.log(k) for k in KAPPAS])
+    rows = []
+    for b, (seed, inst) in enumerate(zip(cfg.seeds, insts)):
+        game = jax.tree.map(lambda x: x[b], games)
+        final = jax.tree.map(lambda x: x[b], truthful.kernel)
+        key = jax.random.fold_in(jax.random.PRNGKey(seed), 5)
+        k_agent, k1, k2, k3 = jax.random.split(key, 4)
+        count = cfg.incentive_samples
+        agents = jax.random.randint(k_agent, (count,), 0, n)
+        w1 = walks(jax.random.split(k1, count), agents, game)
+        w2 = walks(jax.random.split(k2, count), agents, game)
+        sigma_i = jnp.asarray(inst.sigma, jnp.float32)[agents]
+        c_i = jnp.asarray(inst.centrality, jnp.float32)[agents]
+        starts = jax.random.split(k3, count)
+        out = {rule: np.asarray(best(sigma_i, c_i, w1, w2, final, game.a, starts, var))
+               for rule, var in rules.items()}
+        curves = {rule: np.asarray(scaled(log_kappa, sigma_i, c_i, w1, w2, final, game.a, var))
+                  for rule, var in rules.items()}
+        for s in range(count):
+            row = {"family": family, "n": n, "seed": seed, "sample": s,
+                   "agent": int(agents[s])}
+            for rule in rules:
+                row[f"best_gain_{rule}"] = float(out[rule][s])
+                for j, kappa in enumerate(KAPPAS):
+                    row[f"gain_{rule}_k{kappa:.3g}"] = float(curves[rule][s, j])
+            rows.append(row)
+    return rows
+
+
+def adversary_job(cfg, graphs: dict, family: str, n: int) -> tuple[list[dict], list[dict]]:
+    """Incentive rows (see :func:`_incentive_rows`) and detection rows (per attack strength
+    κ, adversaries reporting ``R = κ Σ_i``: detection and false-positive rates of the FOC test,
+    final price error with and without dropping flagged reports; κ = 1 is the truthful run)."""
+    insts = instances(cfg, graphs_at(graphs, n), cfg.heterogeneity)
+    games, exact, checks = _batch(insts)
+    nodes = games.degree.shape[-1]
+    keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(s), 3) for s in cfg.seeds])
+    run = _poll_batched(cfg.rounds, cfg.walk_length)
+    masks = jnp.stack([jax.random.uniform(jax.random.fold_in(jax.random.PRNGKey(s), 4), (nodes,))
+                       < cfg.adversary_fraction for s in cfg.seeds])
+    n = insts[0].game.n
+    detection, truthful = [], None
+    for attack in (1.0, *cfg.attacks):
+        adversarial = masks if attack != 1.0 else jnp.zeros_like(masks)
+        traces = {drop: run(keys, games, exact, checks, adversarial, attack, drop)
+                  for drop in (False, True)}
+        if attack == 1.0:
+            truthful = traces[False]
+        for b, seed in enumerate(cfg.seeds):
+            adv = np.asarray(traces[False].adversarial[b])
+            flag = np.asarray(traces[False].flagged[b])
+            detection.append({
+                "family": family, "n": n, "seed": seed, "attack": attack,
+                "adversarial_rounds": int(adv.sum()),
+                "detection_rate": float(flag[adv].mean()) if adv.any() else np.nan,
+                "false_positive_rate": float(flag[~adv].mean()),
+                "price_error_undefended": float(traces[False].error[b, -1]),
+                "price_error_defended": float(traces[True].error[b, -1]),
+            })
+    return _incentive_rows(cfg, games, truthful, insts, family), detection
+
+
+def read_rows(paths) -> list[dict]:
+    from repro26.core import io
+
+    rows = []
+    for path in paths:
+        table = io.read_table(Path(path))
+        rows.extend(dict(zip(table, vals)) for vals in zip(*table.values()))
+    return rows
