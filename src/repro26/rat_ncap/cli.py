@@ -79,6 +79,8 @@ def check_config(cfg: Config) -> None:
     if cfg.generations % cfg.chunk:
         raise ConfigError(f"generations: must be a multiple of chunk ({cfg.chunk}) so that one "
                           f"compiled chunk serves the whole run, got {cfg.generations}")
+    if not cfg.mlp_hidden or len(set(cfg.mlp_hidden)) != 1:
+        raise ConfigError(f"mlp_hidden: equal hidden widths (eqx.nn.MLP), got {list(cfg.mlp_hidden)}")
     if cfg.pop_size < 4 or cfg.pop_size % 2:
         raise ConfigError(f"pop_size: must be an even integer >= 4, got {cfg.pop_size}")
     if len(cfg.eval_speeds) < 1 or min(cfg.eval_speeds + cfg.train_speeds) <= 0:
@@ -157,7 +159,7 @@ def evaluate_stage(run: Run) -> None:
     runs = [read_json(run.input(f"{name}/seed{s}.json")) for s in cfg.seeds]
     params = np.stack([np.asarray(r["params"], np.float32) for r in runs])
     env = body.make_env(cfg.timestep)
-    policy = build_policy(variant, cfg)
+    policy = build_policy(variant, cfg, jax.random.PRNGKey(0))  # its weights: each row of params
     rows = evaluate.evaluate_variant(policy, env, params, cfg.seeds, cfg.eval_speeds, cfg,
                                      reward_spec(cfg), jax.random.PRNGKey(12345))
     for row in rows:
@@ -193,7 +195,7 @@ def rodent_stage(run: Run) -> None:
     for name in cfg.rodent_variants:
         runs = [read_json(run.input(f"{name}/seed{s}.json")) for s in cfg.seeds]
         params = np.stack([np.asarray(r["params"], np.float32) for r in runs])
-        policy = build_policy(parse_variant(name), cfg)
+        policy = build_policy(parse_variant(name), cfg, jax.random.PRNGKey(0))  # weights: params rows
         out = rodent.run_transfer(policy, params, cfg.eval_speeds, cfg.rodent_s, cfg.timestep,
                                   jax.random.PRNGKey(12345))
         rows += [{"variant": name, "seed": cfg.seeds[r.pop("params_row")], "status": "ok", **r} for r in out]
