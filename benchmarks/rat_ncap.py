@@ -24,7 +24,7 @@ from repro26.rat_ncap import body
 from repro26.rat_ncap import rodent as rodent_mod
 from repro26.rat_ncap.es import OpenAIES
 from repro26.rat_ncap.losses import RewardSpec, population_fitness
-from repro26.rat_ncap.model import RatNCAP
+from repro26.rat_ncap.model import RatNCAP, num_params, ravel_policy
 
 
 def env_steps(batch: int, steps: int) -> None:
@@ -74,9 +74,9 @@ def es_generations(pop: int) -> None:
     loco = lambda x, k: population_fitness(ncap, env, x, k, speeds, 50, RewardSpec())  # noqa: E731
     quad = lambda x, k: -jnp.sum((x - 1.0) ** 2, axis=-1)  # noqa: E731
     cases = [("quadratic 72-D", 72, quad, 200), ("quadratic 21648-D", 21648, quad, 200),
-             ("NCAP locomotion (0.2 s episodes)", ncap.num_params(), loco, 3)]
+             ("NCAP locomotion (0.2 s episodes)", num_params(ncap), loco, 3)]
     for name, n, fitness, gens in cases:
-        mean0 = ncap.init_params() if n == ncap.num_params() and fitness is loco else jnp.zeros(n)
+        mean0 = ravel_policy(ncap)[0] if fitness is loco else jnp.zeros(n)
         es = OpenAIES(pop_size=pop, lr=0.03, sigma0=0.1, sigma_lr=0.0, weight_decay=0.0)
         ref = Open_ES(population_size=pop, solution=jnp.zeros(n), optimizer=optax.adam(0.03),
                       std_schedule=optax.constant_schedule(0.1))

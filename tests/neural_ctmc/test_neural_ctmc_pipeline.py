@@ -8,9 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from repro26.core import io
-from repro26.core.cli import Run, main, resolve_run_config
+from repro26.core.cli import main, method_figures, resolve_run_config, run_stage
+from repro26.core.config import UsageError, as_dict, config_hash
 from repro26.neural_ctmc import cli as nc
 from repro26.neural_ctmc.model import METHODS
 
@@ -19,59 +21,60 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_smoke_end_to_end(tmp_path):
-    scale, cfg, cfg_hash = resolve_run_config(nc, "neural_ctmc", ROOT / "config/config.yaml", "smoke")
+    scale, cfg, _ = resolve_run_config(nc, "neural_ctmc", ROOT / "config/config.yaml", "smoke")
     # same (V, L) for both corpora so each method compiles once in this process
     cfg = dataclasses.replace(cfg, hmm=dataclasses.replace(cfg.hmm, vocab_size=32,
                                                            seq_len=cfg.text.seq_len))
 
-    def run(stage, out, variant=None, seed=None, inputs=()):
-        nc.STAGES[stage](Run("neural_ctmc", stage, scale, cfg, cfg_hash, tmp_path / out, seed,
-                             variant, tuple(tmp_path / i for i in inputs), progress=False))
+    def run(stage, out, variant=None, seed=None, inputs=(), name=None):
+        run_stage("neural_ctmc", stage, name=name, cfg=cfg, scale=scale, out=tmp_path / out,
+                  seed=seed, variant=variant, inputs=[tmp_path / i for i in inputs],
+                  progress=False)
 
     for corpus in ("hmm", "text"):
-        run("data", f"data/{corpus}.npz", corpus)
-    run("scorer", "scorer/text.eqx", "text", inputs=["data/text.npz"])
+        run("data", f"data/{corpus}.npz", f"corpus={corpus}")
+    run("scorer", "scorer/text.eqx", "corpus=text", inputs=["data/text.npz"])
     evals, curves = [], []
     for corpus in ("hmm", "text"):
         for method in METHODS:
             model = f"runs/{corpus}/{method}/seed0.eqx"
-            run("train", model, f"{corpus}:{method}", 0, [f"data/{corpus}.npz"])
+            variant = f"corpus={corpus},method={method}"
+            run("train", model, variant, 0, [f"data/{corpus}.npz"])
             extra = ["scorer/text.eqx"] if corpus == "text" else []
             table = f"eval/{corpus}/{method}/seed0.csv"
-            run("evaluate", table, f"{corpus}:{method}", 0, [f"data/{corpus}.npz", model, *extra])
+            run("evaluate", table, variant, 0, [f"data/{corpus}.npz", model, *extra])
             evals.append(table)
             curves.append(model.replace(".eqx", ".csv"))
     run("summarize", "tables", inputs=[*evals, *curves, "data/hmm.json", "data/text.json",
                                        "scorer/text.json"])
-    tables = ["tables/eval.csv", "tables/reference.csv"]
-    run("fig_gen_ppl", "figures/gen_ppl_vs_steps.png", inputs=tables)
-    run("fig_synthetic_nll", "figures/synthetic_nll_vs_steps.png", inputs=tables)
-    run("fig_training_curves", "figures/training_curves.png",
-        inputs=["tables/curves.csv", "tables/reference.csv"])
-    run("fig_samples", "figures/samples.png",
-        inputs=[f"eval/text/{m}/seed0.samples.json" for m in METHODS])
-    run("claims", "claims.json", inputs=tables)
-
-    for name in ("gen_ppl_vs_steps", "synthetic_nll_vs_steps", "training_curves", "samples"):
+    for name, fig in method_figures("neural_ctmc").items():
+        run("figure", f"figures/{name}.png", inputs=fig.input_paths(cfg), name=name)
         assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 0
         assert (tmp_path / "figures" / f"{name}.pdf").is_file()
+        assert (tmp_path / "figures" / f"{name}.rst").read_text().strip()
+    assert list(method_figures("neural_ctmc")) == ["gen_ppl_vs_steps", "training_curves",
+                                                   "samples", "synthetic_nll_vs_steps"]
+    run("claims", "claims.json", inputs=["tables/eval.csv", "tables/reference.csv"])
+
     claims = json.loads((tmp_path / "claims.json").read_text())
     assert [c["id"] for c in claims["claims"]] == ["gen_ppl_text", "best_across_steps",
                                                    "synthetic_nll_closest"]
-    assert all(isinstance(c["holds"], bool) for c in claims["claims"])
-    assert claims["meta"]["config_hash"] == cfg_hash
+    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
+    assert claims["meta"]["config_hash"] == config_hash(as_dict(cfg))  # the run's own config
     # a killed job resumes from its checkpoint: rerunning train reproduces the same history
     first = io.read_table(tmp_path / curves[0])
-    run("train", "runs/hmm/neural_ctmc/seed0.eqx", "hmm:neural_ctmc", 0, ["data/hmm.npz"])
+    run("train", "runs/hmm/neural_ctmc/seed0.eqx", "corpus=hmm,method=neural_ctmc", 0,
+        ["data/hmm.npz"])
     again = io.read_table(tmp_path / curves[0])
     assert all(np.array_equal(first[k], again[k]) for k in first)
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
+    section = yaml.safe_load((ROOT / "config/methods/neural_ctmc.yaml").read_text())
+    section["neural_ctmc"]["common"]["eps"] = "fast"
     bad = tmp_path / "config.yaml"
-    bad.write_text("scale: smoke\nneural_ctmc:\n  common: {eps: fast}\n  smoke: {}\n"
-                   "  small: {}\n  paper: {}\n")
-    assert main(["neural_ctmc", "data", "--config", str(bad), "--variant", "hmm",
+    bad.write_text(yaml.safe_dump({"scale": "smoke", **section}))
+    assert main(["neural_ctmc", "data", "--config", str(bad), "--variant", "corpus=hmm",
                  "--out", str(tmp_path / "x.npz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "neural_ctmc.smoke.eps" in err and "\n" not in err
@@ -80,6 +83,18 @@ def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
 
 def test_bad_variant_is_usage_error(tmp_path, capsys):
     assert main(["neural_ctmc", "train", "--config", str(ROOT / "config/config.yaml"),
-                 "--scale", "smoke", "--variant", "text:ar", "--seed", "0",
+                 "--scale", "smoke", "--variant", "corpus=text,method=ar", "--seed", "0",
                  "--out", str(tmp_path / "m.eqx")]) == 2
-    assert "method 'ar' unknown" in capsys.readouterr().err
+    assert "--variant method: 'ar' is not allowed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("stage", "variant", "seed"), [
+    ("train", "text:mdlm", 0),  # the old grammar
+    ("train", "corpus=text", 0),  # method missing
+    ("train", "corpus=text,method=mdlm", None),  # seed missing
+    ("data", "corpus=poems", None),
+])
+def test_stage_refuses_bad_variant_or_missing_seed(tmp_path, stage, variant, seed):
+    with pytest.raises(UsageError, match="--variant|--seed"):
+        run_stage("neural_ctmc", stage, config=ROOT / "config/config.yaml", scale="smoke",
+                  out=tmp_path / "x", variant=variant, seed=seed, progress=False)

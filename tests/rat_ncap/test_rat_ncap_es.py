@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from repro26.rat_ncap.es import DiagCMAES, OpenAIES, RefinedES, antithetic_gradient, centered_ranks
-from repro26.rat_ncap.model import SYNAPSES, RatNCAP
+from repro26.rat_ncap.model import SYNAPSES, RatNCAP, ravel_policy
 
 A = jnp.diag(jnp.array([1.0, 2.0, 3.0, 0.5, 4.0]))
 B = jnp.array([0.3, -1.0, 0.5, 2.0, 0.0])
@@ -49,10 +49,15 @@ def test_strategies_solve_quadratic(strategy):
 
 
 def test_sign_constraints_hold_after_updates():
+    """Candidates and ES means anywhere in R^72 unravel to NCAP modules whose effective weights
+    keep the presynaptic sign of every synapse type; the unconstrained baseline's do not."""
     policy = RatNCAP("torque", True, 0.025, 0.1)
     unconstrained = RatNCAP("torque", False, 0.025, 0.1)
+    flat0, unravel = ravel_policy(policy)
+    _, unravel_free = ravel_policy(unconstrained)
+    assert flat0.size == 72
     es = RefinedES(pop_size=8, lr=0.5, sigma0=1.0, groups=tuple(int(g) for g in policy.groups()))
-    state = es.init(policy.init_params())
+    state = es.init(flat0)
 
     @jax.jit
     def gen(state, key):  # large random steps, random fitness
@@ -62,7 +67,8 @@ def test_sign_constraints_hold_after_updates():
     for g in range(5):
         state, x = gen(state, jax.random.PRNGKey(g))
     flats = jnp.concatenate([es.mean(state)[None], x])
-    w, w_free = jax.vmap(policy.weights)(flats), jax.vmap(unconstrained.weights)(flats)
+    w = jax.vmap(lambda f: unravel(f).weights())(flats)
+    w_free = jax.vmap(lambda f: unravel_free(f).weights())(flats)
     flipped = False
     for name, (sign, *_) in SYNAPSES.items():
         if sign:

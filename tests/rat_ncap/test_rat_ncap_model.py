@@ -1,24 +1,29 @@
-"""Rat NCAP: rhythm generator period, interfaces, ablation masks, MLP parameter counts."""
+"""Rat NCAP: rhythm generator period, interfaces, ablation masks, parameter counts and the
+flat-vector boundary of the evolution strategies."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy.integrate import solve_ivp
 
 from repro26.rat_ncap.model import (
-    IAF, MNE, MNF, N_NEURONS, RGE, RGF, SYNAPSES, V0D, V0V, V3, MLPPolicy, RatNCAP, interface_ctrl,
-    matsuoka_period, mlp_hidden_for, silence_mask,
+    DRIVE0, IAF, MNE, MNF, N_NEURONS, RGE, RGF, SYNAPSES, V0D, V0V, V3, MLPPolicy, RatNCAP,
+    initial_theta, interface_ctrl, matsuoka_period, mlp_hidden_for, num_params, ravel_policy,
+    silence_mask,
 )
 
 TAU, T_ADAPT, BETA, W, BIAS = 0.025, 0.1, 2.5, 2.0, 0.5
 
 
-def _rg_only_params(policy):
-    """Every weight zero except the half-centre RG: bias, reciprocal inhibition, adaptation."""
-    tree = {k: jnp.zeros_like(v) for k, v in policy.init_tree().items()}
-    tree.update(b_rgf=jnp.full(2, BIAS), b_rge=jnp.full(2, BIAS), rgf_rge=jnp.full(2, W),
-                rge_rgf=jnp.full(2, W), adapt=jnp.full(2, BETA))
-    return jax.flatten_util.ravel_pytree(tree)[0]
+def _rg_only():
+    """Rat NCAP with every weight zero except the half-centre RG: bias, reciprocal inhibition,
+    adaptation."""
+    theta = {k: jnp.zeros_like(v) for k, v in initial_theta().items()}
+    theta.update(b_rgf=jnp.full(2, BIAS), b_rge=jnp.full(2, BIAS), rgf_rge=jnp.full(2, W),
+                 rge_rgf=jnp.full(2, W), adapt=jnp.full(2, BETA))
+    return RatNCAP("torque", True, TAU, T_ADAPT, theta)
 
 
 def _period(t, d):
@@ -27,13 +32,12 @@ def _period(t, d):
 
 
 def test_rhythm_generator_without_input_oscillates_with_predicted_period():
-    policy = RatNCAP("torque", True, TAU, T_ADAPT)
-    flat = _rg_only_params(policy)
+    policy = _rg_only()
     dt, n = 5e-4, 10000
     q0 = jnp.zeros(8)
 
     def step(state, _):
-        state, _ = policy(flat, state, q0, q0, q0, 0.0, dt)  # no afferent, no drive
+        state, _ = policy(state, q0, q0, q0, 0.0, dt)  # no afferent, no drive
         return state, state.x[0, RGF] - state.x[0, RGE]
 
     _, d = jax.lax.scan(step, policy.init_state(jax.random.PRNGKey(0)), None, length=n)
@@ -65,18 +69,16 @@ def test_silencing_masks_populations():
 
 
 def test_silenced_v0_has_no_effect_on_output_when_its_weights_are_zero():
-    policy = RatNCAP("torque", True, TAU, T_ADAPT)
-    tree = policy.init_tree()
-    tree.update(v0d_rgf=jnp.zeros(2), ini_rgf=jnp.zeros(2))
-    flat = jax.flatten_util.ravel_pytree(tree)[0]
-    ablated = RatNCAP("torque", True, TAU, T_ADAPT, mask=jnp.asarray(silence_mask(("V0",))))
+    theta = {**initial_theta(), "v0d_rgf": jnp.zeros(2), "ini_rgf": jnp.zeros(2)}
+    policy = RatNCAP("torque", True, TAU, T_ADAPT, theta)
     q = jnp.linspace(-0.2, 0.2, 8)
 
-    def run(pol):
-        step = lambda s, _: (lambda out: (out[0], out[1][0]))(pol(flat, s, q, 0.0 * q, 0.0 * q, 0.2, 0.004))  # noqa: E731
+    def run(mask):
+        step = lambda s, _: (lambda out: (out[0], out[1][0]))(policy(s, q, 0.0 * q, 0.0 * q, 0.2, 0.004, mask))  # noqa: E731
         return jax.lax.scan(step, policy.init_state(jax.random.PRNGKey(1)), None, length=50)[1]
 
-    np.testing.assert_allclose(jax.jit(lambda: run(policy))(), jax.jit(lambda: run(ablated))(), atol=1e-6)
+    ablated = jnp.asarray(silence_mask(("V0",)))
+    np.testing.assert_allclose(jax.jit(lambda: run(None))(), jax.jit(lambda: run(ablated))(), atol=1e-6)
     assert len(MNF) == len(MNE) == 2
 
 
@@ -98,11 +100,59 @@ def test_interfaces():
 
 
 def test_parameter_counts():
+    """NCAP has 72 parameters: 29 per-girdle synapse types and biases (x 2 girdles), 3 per-joint
+    ones (x 2 joints x 2 girdles) and the 2 brainstem-drive gains."""
     ncap = RatNCAP("torque", True, TAU, T_ADAPT)
-    n = ncap.num_params()
-    assert n == ncap.init_params().size == ncap.groups().size
-    eq = MLPPolicy((mlp_hidden_for(n),), "torque")
-    assert abs(eq.num_params() - n) <= 23 + 1 + 16
-    big = MLPPolicy((128, 128), "torque")
-    assert big.num_params() == 23 * 128 + 128 + 128 * 128 + 128 + 128 * 16 + 16
-    assert big.init_params_key(jax.random.PRNGKey(0)).size == big.num_params()
+    per_joint = sum(1 for *_, shape in SYNAPSES.values() if shape)
+    assert (len(SYNAPSES), per_joint, len(DRIVE0)) == (32, 3, 2)
+    assert num_params(ncap) == 2 * (32 - 3) + 2 * 2 * 3 + 2 == 72
+    assert ravel_policy(ncap)[0].size == ncap.groups().size == 72
+    eq = MLPPolicy((mlp_hidden_for(72),), "torque", jax.random.PRNGKey(0))
+    assert abs(num_params(eq) - 72) <= 23 + 1 + 16
+    big = MLPPolicy((128, 128), "torque", jax.random.PRNGKey(0))
+    assert num_params(big) == 23 * 128 + 128 + 128 * 128 + 128 + 128 * 16 + 16
+    assert big.groups().tolist() == [0] * (23 * 128 + 128) + [1] * (128 * 128 + 128) + [2] * (128 * 16 + 16)
+    with pytest.raises(ValueError, match="equal"):
+        MLPPolicy((64, 32), "torque", jax.random.PRNGKey(0))
+
+
+def test_ncap_groups_follow_the_flat_order():
+    """groups()[i] is the SYNAPSES group of flat entry i: set one synapse type in the module,
+    ravel, and the changed entries are exactly those of its group id."""
+    ncap = RatNCAP("torque", True, TAU, T_ADAPT)
+    names = sorted({g for _, g, _, _ in SYNAPSES.values()})
+    for name in ("pff_mn", "v0d_rgf", "b_rge"):
+        theta = {**ncap.theta, name: ncap.theta[name] + 1.0}
+        changed = ravel_policy(RatNCAP("torque", True, TAU, T_ADAPT, theta))[0] != ravel_policy(ncap)[0]
+        assert int(changed.sum()) == ncap.theta[name].size
+        assert set(ncap.groups()[np.asarray(changed)].tolist()) == {names.index(SYNAPSES[name][1])}
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RatNCAP("muscle", True, TAU, T_ADAPT),
+    lambda: MLPPolicy((8, 8), "torque", jax.random.PRNGKey(3)),
+])
+def test_ravel_policy_round_trips(make):
+    """The ES boundary: unravel(ravel(policy)) is the policy, and a vector put in comes back out."""
+    policy = make()
+    flat, unravel = ravel_policy(policy)
+    back = unravel(flat)
+    assert eqx.tree_equal(back, policy)
+    other = jax.random.normal(jax.random.PRNGKey(1), flat.shape)
+    np.testing.assert_array_equal(ravel_policy(unravel(other))[0], other)
+
+
+def test_mlp_policy_matches_a_hand_written_forward_pass():
+    """eqx.nn.MLP with tanh hidden layers and a sigmoid output, initial W ~ N(0, 1/fan_in), b = 0."""
+    policy = MLPPolicy((16, 16), "torque", jax.random.PRNGKey(0))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (23,))
+    h = obs
+    for i, lin in enumerate(policy.mlp.layers):
+        assert not np.any(np.asarray(lin.bias))
+        h = lin.weight @ h + lin.bias
+        h = jnp.tanh(h) if i < len(policy.mlp.layers) - 1 else jax.nn.sigmoid(h)
+    _, (f, e) = policy(None, obs)
+    np.testing.assert_allclose(jnp.concatenate([f, e]), h, rtol=1e-6)
+    w = np.concatenate([np.asarray(lin.weight * np.sqrt(lin.in_features)).ravel()
+                        for lin in policy.mlp.layers])
+    assert abs(w.mean()) < 0.05 and abs(w.std() - 1) < 0.05

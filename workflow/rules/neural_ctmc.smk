@@ -1,16 +1,11 @@
-# Neural CTMC (paper 1) vs MDLM / SEDD / GIDD: data -> scorer -> train -> evaluate -> tables
-# -> figures -> claims. Jobs: one per corpus (data), one scorer, one per corpus x method x seed
-# (train, evaluate).
+# Neural CTMC (paper 1) vs MDLM / SEDD / GIDD: data -> scorer -> train -> evaluate -> summarize.
+# Jobs: one per corpus (data), one scorer, one per corpus x method x seed (train, evaluate);
+# figures, claims and the `neural_ctmc` target come from workflow/rules/protocol.smk.
 NC = "neural_ctmc"
 NC_CFG = method_config(NC)
 NC_CORPORA = ["hmm", "text"]
 NC_METHODS = ["neural_ctmc", "gidd", "mdlm", "sedd"]
 NC_SEEDS = NC_CFG["seeds"]
-NC_FIGURES = [
-    out(NC, "figures", f"{name}.png")
-    for name in ("gen_ppl_vs_steps", "training_curves", "samples", "synthetic_nll_vs_steps")
-]
-METHOD_FIGURES[NC] = NC_FIGURES
 
 
 wildcard_constraints:
@@ -28,11 +23,13 @@ rule neural_ctmc_data:
         ref=out(NC, "data", "{nc_corpus}.json"),
     log:
         log_path(NC, "data_{nc_corpus}"),
+    benchmark:
+        bench_path(NC, "data_{nc_corpus}")
     threads: THREADS
     conda:
         ENV
     shell:
-        stage(NC, "data", "--variant {wildcards.nc_corpus} --out {output.npz}") + " > {log} 2>&1"
+        stage(NC, "data", "--variant corpus={wildcards.nc_corpus} --out {output.npz}")
 
 
 rule neural_ctmc_scorer:
@@ -46,14 +43,15 @@ rule neural_ctmc_scorer:
         ref=out(NC, "scorer", "text.json"),
     log:
         log_path(NC, "scorer_text"),
+    benchmark:
+        bench_path(NC, "scorer_text")
     threads: THREADS
     resources:
         **train_resources(),
     conda:
         ENV
     shell:
-        stage(NC, "scorer", "--variant text --input {input.data} --out {output.model}")
-        + " > {log} 2>&1"
+        stage(NC, "scorer", "--variant corpus=text --input {input.data} --out {output.model}")
 
 
 rule neural_ctmc_train:
@@ -66,6 +64,8 @@ rule neural_ctmc_train:
         curve=out(NC, "runs", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.csv"),
     log:
         log_path(NC, "train_{nc_corpus}_{nc_method}_seed{nc_seed}"),
+    benchmark:
+        bench_path(NC, "train_{nc_corpus}_{nc_method}_seed{nc_seed}")
     threads: THREADS
     resources:
         **train_resources(),
@@ -75,10 +75,9 @@ rule neural_ctmc_train:
         stage(
             NC,
             "train",
-            "--variant {wildcards.nc_corpus}:{wildcards.nc_method} --seed {wildcards.nc_seed}"
-            " --input {input.data} --out {output.model}",
+            "--variant corpus={wildcards.nc_corpus},method={wildcards.nc_method}"
+            " --seed {wildcards.nc_seed} --input {input.data} --out {output.model}",
         )
-        + " > {log} 2>&1"
 
 
 rule neural_ctmc_evaluate:
@@ -94,6 +93,8 @@ rule neural_ctmc_evaluate:
         samples=out(NC, "eval", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.samples.json"),
     log:
         log_path(NC, "evaluate_{nc_corpus}_{nc_method}_seed{nc_seed}"),
+    benchmark:
+        bench_path(NC, "evaluate_{nc_corpus}_{nc_method}_seed{nc_seed}")
     threads: THREADS
     resources:
         **train_resources(),
@@ -103,10 +104,10 @@ rule neural_ctmc_evaluate:
         stage(
             NC,
             "evaluate",
-            "--variant {wildcards.nc_corpus}:{wildcards.nc_method} --seed {wildcards.nc_seed}"
-            " --input {input.data} {input.model} {input.scorer} --out {output.table}",
+            "--variant corpus={wildcards.nc_corpus},method={wildcards.nc_method}"
+            " --seed {wildcards.nc_seed} --input {input.data} {input.model} {input.scorer}"
+            " --out {output.table}",
         )
-        + " > {log} 2>&1"
 
 
 rule neural_ctmc_summarize:
@@ -128,6 +129,8 @@ rule neural_ctmc_summarize:
         folder=lambda wildcards, output: output.evals.rsplit("/", 1)[0],
     log:
         log_path(NC, "summarize"),
+    benchmark:
+        bench_path(NC, "summarize")
     threads: 1
     conda:
         ENV
@@ -137,115 +140,3 @@ rule neural_ctmc_summarize:
             "summarize",
             "--input {input.evals} {input.curves} {input.refs} --out {params.folder}",
         )
-        + " > {log} 2>&1"
-
-
-rule neural_ctmc_figure_gen_ppl:
-    input:
-        cfg=out(NC, "config.json"),
-        evals=out(NC, "tables", "eval.csv"),
-        ref=out(NC, "tables", "reference.csv"),
-    output:
-        png=report(
-            out(NC, "figures", "gen_ppl_vs_steps.png"),
-            caption="../report/neural_ctmc/gen_ppl_vs_steps.rst",
-            category=NC,
-        ),
-        pdf=out(NC, "figures", "gen_ppl_vs_steps.pdf"),
-    log:
-        log_path(NC, "fig_gen_ppl"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NC, "fig_gen_ppl", "--input {input.evals} {input.ref} --out {output.png}")
-        + " > {log} 2>&1"
-
-
-rule neural_ctmc_figure_training_curves:
-    input:
-        cfg=out(NC, "config.json"),
-        curves=out(NC, "tables", "curves.csv"),
-        ref=out(NC, "tables", "reference.csv"),
-    output:
-        png=report(
-            out(NC, "figures", "training_curves.png"),
-            caption="../report/neural_ctmc/training_curves.rst",
-            category=NC,
-        ),
-        pdf=out(NC, "figures", "training_curves.pdf"),
-    log:
-        log_path(NC, "fig_training_curves"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NC, "fig_training_curves", "--input {input.curves} {input.ref} --out {output.png}")
-        + " > {log} 2>&1"
-
-
-rule neural_ctmc_figure_samples:
-    input:
-        cfg=out(NC, "config.json"),
-        samples=expand(
-            out(NC, "eval", "text", "{m}", "seed{s}.samples.json"), m=NC_METHODS, s=NC_SEEDS[:1]
-        ),
-    output:
-        png=report(
-            out(NC, "figures", "samples.png"),
-            caption="../report/neural_ctmc/samples.rst",
-            category=NC,
-        ),
-        pdf=out(NC, "figures", "samples.pdf"),
-    log:
-        log_path(NC, "fig_samples"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NC, "fig_samples", "--input {input.samples} --out {output.png}") + " > {log} 2>&1"
-
-
-rule neural_ctmc_figure_synthetic_nll:
-    input:
-        cfg=out(NC, "config.json"),
-        evals=out(NC, "tables", "eval.csv"),
-        ref=out(NC, "tables", "reference.csv"),
-    output:
-        png=report(
-            out(NC, "figures", "synthetic_nll_vs_steps.png"),
-            caption="../report/neural_ctmc/synthetic_nll_vs_steps.rst",
-            category=NC,
-        ),
-        pdf=out(NC, "figures", "synthetic_nll_vs_steps.pdf"),
-    log:
-        log_path(NC, "fig_synthetic_nll"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NC, "fig_synthetic_nll", "--input {input.evals} {input.ref} --out {output.png}")
-        + " > {log} 2>&1"
-
-
-rule neural_ctmc_claims:
-    input:
-        cfg=out(NC, "config.json"),
-        evals=out(NC, "tables", "eval.csv"),
-        ref=out(NC, "tables", "reference.csv"),
-    output:
-        claims_path(NC),
-    log:
-        log_path(NC, "claims"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NC, "claims", "--input {input.evals} {input.ref} --out {output}") + " > {log} 2>&1"
-
-
-rule neural_ctmc:
-    """Everything of this method: figures and claims."""
-    input:
-        NC_FIGURES,
-        claims_path(NC),

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from repro26.core import io
-from repro26.core.claims import Claim, write_claims
+from repro26.core import tables
+from repro26.core.claims import Claim
+from repro26.core.method import claim_set
 from repro26.core.stats import summary
 from repro26.neural_ctmc.figures import metric_by_seed, reference
 from repro26.neural_ctmc.model import METHODS
@@ -22,8 +23,8 @@ ENTROPY_TOLERANCE = 0.05
 
 def _summ(table, corpus, method, metric, steps):
     """``summary`` over seeds of ``metric`` at each of ``steps`` (method's own sampler)."""
-    y = metric_by_seed(table, corpus, method, SAMPLERS[method][0], metric, steps)
-    return [summary(y[:, j]) for j in range(len(steps))]
+    xs, y = metric_by_seed(table, corpus, method, SAMPLERS[method][0], metric)
+    return [summary(y[:, list(xs).index(n)]) for n in steps]
 
 
 def build_claims(table: dict, ref: dict) -> list[Claim]:
@@ -35,8 +36,8 @@ def build_claims(table: dict, ref: dict) -> list[Claim]:
     elbo = {}
     for corpus in ("hmm", "text"):
         for m in METHODS:
-            sel = (table["corpus"] == corpus) & (table["method"] == m) & (table["metric"] == "elbo_nll")
-            elbo[f"{corpus}/{m}"] = summary(table["value"][sel].astype(float))
+            elbo[f"{corpus}/{m}"] = tables.seed_summary(table, "value", corpus=corpus, method=m,
+                                                        metric="elbo_nll")
     h_true = reference(ref, "hmm", "true_entropy_per_token")
     ar_nll = float(np.log(reference(ref, "text", "scorer_val_ppl") or np.nan))
 
@@ -99,10 +100,6 @@ def build_claims(table: dict, ref: dict) -> list[Claim]:
     return [c1, c2, c3]
 
 
-def stage_claims(run) -> None:
-    table = io.read_table(run.input("eval.csv"))
-    ref = io.read_table(run.input("reference.csv"))
-    claims = build_claims(table, ref)
-    write_claims(run.out, "neural_ctmc", run.scale, run.cfg.seeds, claims, run.meta())
-    for c in claims:
-        print(f"{c.id}: {'held' if c.holds else 'did not hold'}")
+@claim_set("tables/eval.csv", "tables/reference.csv")
+def CLAIMS(run) -> list[Claim]:
+    return build_claims(tables.read(run.input("eval.csv")), tables.read(run.input("reference.csv")))

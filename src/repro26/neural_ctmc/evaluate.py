@@ -22,16 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from repro26.core import io
-from repro26.core.config import UsageError
 from repro26.neural_ctmc import data as D
 from repro26.neural_ctmc import losses, solvers
 from repro26.neural_ctmc.model import scorer_nll
-from repro26.neural_ctmc.train import (
-    init_denoiser,
-    init_scorer,
-    load_corpus,
-    parse_variant,
-)
+from repro26.neural_ctmc.train import init_denoiser, init_scorer, load_corpus
 
 
 @eqx.filter_jit
@@ -55,15 +49,13 @@ def elbo_nll(method: str, model, val: np.ndarray, key, eps: float, draws: int, b
     return float(per_seq.mean()), float(per_seq.std(ddof=1) / np.sqrt(len(per_seq)))
 
 
-def stage_evaluate(run) -> None:
-    corpus, method = parse_variant(run.variant)
-    if run.seed is None:
-        raise UsageError("--seed: the evaluate stage needs a seed")
+def evaluate_model(run, corpus: str, method: str, seed: int) -> None:
+    """Evaluation table and shown samples of one trained model (see the module docstring)."""
     cfg, ev = run.cfg, run.cfg.eval
     arrays = load_corpus(run.input(f"{corpus}.npz"))
     vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
-    like = init_denoiser(cfg, method, vocab, seq_len, run.seed)
-    model, _ = io.load_checkpoint(run.input(f"seed{run.seed}.eqx"), like)
+    like = init_denoiser(cfg, method, vocab, seq_len, seed)
+    model, _ = io.load_checkpoint(run.input(f"seed{seed}.eqx"), like)
     scorer = None
     if corpus == "text":
         scorer, _ = io.load_checkpoint(run.input(f"scorer/{corpus}.eqx"),
@@ -71,11 +63,11 @@ def stage_evaluate(run) -> None:
         score = eqx.filter_jit(scorer_nll)
     hmm = {k: jnp.asarray(arrays[k]) for k in ("log_pi", "log_A", "log_B")} if corpus == "hmm" else None
 
-    key = jax.random.PRNGKey(10_007 * (run.seed + 1))
+    key = jax.random.PRNGKey(10_007 * (seed + 1))
     k_elbo, k_samp = jax.random.split(key)
     val = arrays["val"][: ev.n_val]
     nll, nll_se = elbo_nll(method, model, val, k_elbo, cfg.eps, ev.elbo_draws, ev.batch_size)
-    base = {"corpus": corpus, "method": method, "seed": run.seed}
+    base = {"corpus": corpus, "method": method, "seed": seed}
     rows = [{**base, "metric": "elbo_nll", "sampler": "-", "steps": 0, "value": nll},
             {**base, "metric": "elbo_nll_se", "sampler": "-", "steps": 0, "value": nll_se}]
     samples_out = {}
@@ -111,7 +103,7 @@ def stage_evaluate(run) -> None:
 # ----------------------------------------------------------------------------- summary
 
 
-def stage_summarize(run) -> None:
+def summarize(run) -> None:
     """Concatenate per-job tables into ``eval.csv``, ``curves.csv`` and ``reference.csv``.
 
     ``--out`` is the summary folder; the inputs are every per-job evaluation table, training

@@ -18,30 +18,15 @@ import numpy as np
 import optax
 
 from repro26.core import io
-from repro26.core.config import UsageError
 from repro26.core.train import init_train_state, optax_step, run_loop
 from repro26.neural_ctmc import data as D
 from repro26.neural_ctmc import losses
-from repro26.neural_ctmc.model import METHODS, make_denoiser, make_scorer, scorer_nll
+from repro26.neural_ctmc.model import make_denoiser, make_scorer, scorer_nll
 
-CORPORA: tuple[str, ...] = ("hmm", "text")
 SCORER_SEED = 10_000
 
 
-def parse_variant(variant: str | None, need_method: bool = True) -> tuple[str, str | None]:
-    """``'<corpus>:<method>'`` (or ``'<corpus>'``) -> ``(corpus, method)``."""
-    parts = (variant or "").split(":")
-    corpus = parts[0]
-    method = parts[1] if len(parts) > 1 else None
-    if corpus not in CORPORA:
-        raise UsageError(f"--variant: corpus '{corpus}' unknown; use one of {', '.join(CORPORA)}")
-    if need_method and method not in METHODS:
-        raise UsageError(f"--variant: method '{method}' unknown; use <corpus>:<method> with "
-                         f"method one of {', '.join(METHODS)}")
-    return corpus, method
-
-
-# ----------------------------------------------------------------------------- data stage
+# ----------------------------------------------------------------------------- data
 
 
 def build_corpus(cfg, corpus: str) -> tuple[dict[str, np.ndarray], dict]:
@@ -73,8 +58,8 @@ def build_corpus(cfg, corpus: str) -> tuple[dict[str, np.ndarray], dict]:
     return arrays, ref
 
 
-def stage_data(run) -> None:
-    corpus, _ = parse_variant(run.variant, need_method=False)
+def write_corpus(run, corpus: str) -> None:
+    """``<out>.npz`` (train/val windows, HMM parameters) and ``<out>.json`` (reference values)."""
     arrays, ref = build_corpus(run.cfg, corpus)
     out = Path(run.out)
     io.write_npz(out, **arrays)
@@ -134,14 +119,11 @@ def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str):
     return state.model
 
 
-def stage_train(run) -> None:
-    """Train one diffusion model (``--variant <corpus>:<method> --seed N``)."""
-    corpus, method = parse_variant(run.variant)
-    if run.seed is None:
-        raise UsageError("--seed: the train stage needs a seed")
+def train_model(run, corpus: str, method: str, seed: int) -> None:
+    """Train one diffusion model of ``method`` on ``corpus`` with ``seed``."""
     arrays = load_corpus(run.input(f"{corpus}.npz"))
     vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
-    model = init_denoiser(run.cfg, method, vocab, seq_len, run.seed)
+    model = init_denoiser(run.cfg, method, vocab, seq_len, seed)
     eps = run.cfg.eps
 
     def loss_fn(model, x0, key):
@@ -149,12 +131,11 @@ def stage_train(run) -> None:
         means = {k: v.mean() for k, v in terms.items()}
         return means.pop("bound"), means
 
-    _fit(run, model, loss_fn, arrays["train"], run.cfg.train, run.seed, f"{corpus}:{method}")
+    _fit(run, model, loss_fn, arrays["train"], run.cfg.train, seed, f"{corpus}:{method}")
 
 
-def stage_scorer(run) -> None:
-    """Train the autoregressive scorer of ``--variant <corpus>`` and record its validation NLL."""
-    corpus, _ = parse_variant(run.variant, need_method=False)
+def train_scorer(run, corpus: str) -> None:
+    """Train the autoregressive scorer of ``corpus`` and record its validation NLL."""
     arrays = load_corpus(run.input(f"{corpus}.npz"))
     vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
     model = init_scorer(run.cfg, vocab, seq_len)

@@ -21,10 +21,11 @@ import dataclasses
 
 import numpy as np
 
-from repro26.core.claims import Claim, write_claims
+from repro26.core import tables
+from repro26.core.claims import Claim
+from repro26.core.method import claim_set
 from repro26.core.stats import summary
-from repro26.rat_ncap.evaluate import circ_dist0
-from repro26.rat_ncap.figures import eval_tables, per_seed
+from repro26.rat_ncap.figures import eval_tables, interface_variants, per_seed
 
 PAPER = "Rat v2 / Rat NCAP (NeurIPS 2026, abstract 2)"
 
@@ -39,20 +40,20 @@ def _slopes(values, speeds):
 
 
 def _circ_lag(table, column, condition):
-    lag, _ = per_seed(table, column, condition)
+    """Circular mean of the lags over seeds x speeds with stepping, and how many there were."""
+    _, lag = per_seed(table, column, condition)
     lag = lag[np.isfinite(lag)]
     if lag.size == 0:
         return float("nan"), 0
-    mean = float((np.angle(np.mean(np.exp(2j * np.pi * lag))) / (2 * np.pi)) % 1.0)
-    return mean, int(lag.size)
+    return float(tables.circular_mean(lag)), int(lag.size)
 
 
-def locomotion_claim(cfg, tables) -> Claim:
-    t = tables[cfg.main_variant]
-    succ, speeds = per_seed(t, "success")
-    speed, _ = per_seed(t, "speed")
-    freq, _ = per_seed(t, "stride_freq")
-    duty, _ = per_seed(t, "duty")
+def locomotion_claim(cfg, evals) -> Claim:
+    t = evals[cfg.main_variant]
+    speeds, succ = per_seed(t, "success")
+    _, speed = per_seed(t, "speed")
+    _, freq = per_seed(t, "stride_freq")
+    _, duty = per_seed(t, "duty")
     f_slopes, d_slopes = _slopes(freq, speeds), _slopes(duty, speeds)
     intact = t["condition"] == "intact"
     gaits = {f"{v:g}": sorted(str(g) for g in t["gait"][intact & (t["v_cmd"] == v)]) for v in speeds}
@@ -69,7 +70,7 @@ def locomotion_claim(cfg, tables) -> Claim:
         "duty_slope_per_mps": summary(d_slopes) if d_slopes else None,
         # the same controller and interface trained by the other ES (context, not in the predicate)
         "other_es_success_rate_per_speed": {
-            n: per_seed(tables[n], "success")[0].mean(axis=0).tolist() for n in cfg.variants
+            n: per_seed(evals[n], "success")[1].mean(axis=0).tolist() for n in cfg.variants
             if n != cfg.main_variant and n.rsplit("-", 1)[0] == cfg.main_variant.rsplit("-", 1)[0]},
     }
     return Claim.check(
@@ -87,12 +88,12 @@ def locomotion_claim(cfg, tables) -> Claim:
     )
 
 
-def interface_claim(cfg, tables) -> Claim:
-    names = [n for n in cfg.variants if n.startswith("ncap-") and n.endswith("-refined")]
+def interface_claim(cfg, evals) -> Claim:
+    names = interface_variants(cfg)
     rewards, success = {}, {}
     for n in names:
-        rew, _ = per_seed(tables[n], "reward")
-        succ, _ = per_seed(tables[n], "success")
+        _, rew = per_seed(evals[n], "reward")
+        _, succ = per_seed(evals[n], "success")
         rewards[n.split("-")[1]] = summary(rew.mean(axis=1))
         success[n.split("-")[1]] = float(succ.mean())
     best = max(rewards, key=lambda k: rewards[k]["mean"])
@@ -109,10 +110,11 @@ def interface_claim(cfg, tables) -> Claim:
     )
 
 
-def ablation_claim(cfg, tables) -> Claim:
-    t = tables[cfg.main_variant]
+def ablation_claim(cfg, evals) -> Claim:
+    t = evals[cfg.main_variant]
     lags = {c: _circ_lag(t, "lr_hind", c) for c in ("intact", "V0", "V3")}
-    dist = {c: (circ_dist0(v[0]) if np.isfinite(v[0]) else None) for c, v in lags.items()}
+    dist = {c: (float(tables.circular_distance(v[0], 0.0)) if np.isfinite(v[0]) else None)
+            for c, v in lags.items()}
     measured = {"lr_hind_lag": {c: v[0] for c, v in lags.items()},
                 "n_episodes_with_stepping": {c: v[1] for c, v in lags.items()},
                 "distance_from_0": dist}
@@ -133,18 +135,18 @@ def ablation_claim(cfg, tables) -> Claim:
     )
 
 
-def mlp_claim(cfg, tables) -> Claim:
-    ncap, mlp = tables[cfg.main_variant], tables[cfg.mlp_variant]
+def mlp_claim(cfg, evals) -> Claim:
+    ncap, mlp = evals[cfg.main_variant], evals[cfg.mlp_variant]
     measured = {}
     for key, t in (("ncap", ncap), ("mlp", mlp)):
-        rew, _ = per_seed(t, "reward")
+        _, rew = per_seed(t, "reward")
         measured[f"{key}_reward"] = summary(rew.mean(axis=1))
         measured[f"{key}_params"] = int(t["num_params"][0])
     for name in cfg.variants:
-        if name.startswith("mlpeq-") and name in tables:
-            rew, _ = per_seed(tables[name], "reward")
+        if name.startswith("mlpeq-") and name in evals:
+            _, rew = per_seed(evals[name], "reward")
             measured["mlp_equal_params_reward"] = summary(rew.mean(axis=1))
-            measured["mlp_equal_params"] = int(tables[name]["num_params"][0])
+            measured["mlp_equal_params"] = int(evals[name]["num_params"][0])
     measured["param_ratio"] = measured["mlp_params"] / measured["ncap_params"]
     return Claim.check(
         "ncap_vs_mlp_params",
@@ -156,9 +158,13 @@ def mlp_claim(cfg, tables) -> Claim:
     )
 
 
-def write(run) -> None:
+@claim_set(inputs_from=lambda cfg: [f"eval/{v}.csv" for v in cfg.variants] + ["speed.csv"])
+def CLAIMS(run) -> list[Claim]:
+    from repro26.rat_ncap.cli import check_config
+
     cfg = run.cfg
-    tables = eval_tables(run)
+    check_config(cfg)
+    evals = eval_tables(run)
     budget = (f"measured at {run.scale} scale: ES population {cfg.pop_size}, {cfg.generations} generations, "
               f"{cfg.episode_s:g} s training episodes, {len(cfg.seeds)} seeds, {len(cfg.variants)} variants; "
               "no tuning toward the claims")
@@ -166,7 +172,6 @@ def write(run) -> None:
              "ncap_vs_mlp_params; the compile-time fix bought population 24 x 120 generations x 1.5 s "
              "episodes for all 8 variants; the paper-scale budget is population 256 x 1000 generations "
              "x 5 s episodes")
-    claims = [locomotion_claim(cfg, tables), interface_claim(cfg, tables), ablation_claim(cfg, tables),
-              mlp_claim(cfg, tables)]
-    claims = [dataclasses.replace(c, note=budget + ("" if c.holds else tried)) for c in claims]
-    write_claims(run.out, "rat_ncap", run.scale, cfg.seeds, claims, run.meta())
+    claims = [locomotion_claim(cfg, evals), interface_claim(cfg, evals), ablation_claim(cfg, evals),
+              mlp_claim(cfg, evals)]
+    return [dataclasses.replace(c, note=budget + ("" if c.holds else tried)) for c in claims]

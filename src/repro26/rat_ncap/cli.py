@@ -1,61 +1,69 @@
-"""Stages of ``repro26 rat_ncap``: speed, train, evaluate, figures, claims."""
+"""Stages of ``repro26 rat_ncap <stage>`` and the method's typed config.
+
+speed; train (one job per variant and seed) -> evaluate (one job per variant, all seeds);
+rodent (transfer to dm_control's full rodent); the figure stages (``figures.FIGURES``) and
+claims (``claims.CLAIMS``) come from core.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 
+from repro26.core.cli import Run
+from repro26.core.config import UsageError
+from repro26.core.method import stage
+
 
 @dataclasses.dataclass(frozen=True)
 class ESConfig:
-    lr: float = 0.03
-    sigma0: float = 0.1
-    sigma_lr: float = 0.05
-    sigma_min: float = 0.01
-    sigma_max: float = 0.5
-    weight_decay: float = 0.001
-    patience: int = 10
+    lr: float
+    sigma0: float
+    sigma_lr: float
+    sigma_min: float
+    sigma_max: float
+    weight_decay: float
+    patience: int
 
 
 @dataclasses.dataclass(frozen=True)
 class RewardConfig:
-    w_track: float = 1.0
-    w_up: float = 0.5
-    w_energy: float = 0.1
-    sigma_v: float = 0.1
-    reset_noise: float = 0.05
+    w_track: float
+    w_up: float
+    w_energy: float
+    sigma_v: float
+    reset_noise: float
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Settings of the method (sizes per scale in config/methods/rat_ncap.yaml)."""
+    """Settings of the method; every value is in config/methods/rat_ncap.yaml (common and per
+    scale), so no field has a default here."""
 
-    seeds: tuple[int, ...] = (0, 1, 2)
-    variants: tuple[str, ...] = ("ncap-torque-refined", "ncap-muscle-refined", "ncap-ep-refined",
-                                 "ncapfree-torque-refined", "mlp-torque-refined",
-                                 "mlpeq-torque-refined", "ncap-torque-openai", "ncap-torque-cma")
-    main_variant: str = "ncap-torque-refined"
-    mlp_variant: str = "mlp-torque-refined"
-    rodent_variants: tuple[str, ...] = ("ncap-torque-refined", "ncap-ep-refined")
-    rodent_s: float = 4.0
-    timestep: float = 0.004
-    episode_s: float = 2.0
-    train_speeds: tuple[float, ...] = (0.1, 0.2, 0.3)
-    eval_speeds: tuple[float, ...] = (0.1, 0.2, 0.3)
-    eval_s: float = 4.0
-    pop_size: int = 32
-    generations: int = 40
-    chunk: int = 5
-    tau: float = 0.025
-    tau_adapt: float = 0.1
-    mlp_hidden: tuple[int, ...] = (128, 128)
-    success_tolerance: float = 0.5
-    bench_batch: int = 64
-    bench_steps: int = 250
-    es: ESConfig = ESConfig()
-    reward: RewardConfig = RewardConfig()
+    seeds: tuple[int, ...]
+    variants: tuple[str, ...]
+    main_variant: str
+    mlp_variant: str
+    rodent_variants: tuple[str, ...]
+    rodent_s: float
+    timestep: float
+    episode_s: float
+    train_speeds: tuple[float, ...]
+    eval_speeds: tuple[float, ...]
+    eval_s: float
+    pop_size: int
+    generations: int
+    chunk: int
+    tau: float
+    tau_adapt: float
+    mlp_hidden: tuple[int, ...]
+    success_tolerance: float
+    bench_batch: int
+    bench_steps: int
+    es: ESConfig
+    reward: RewardConfig
 
 
-def _check(cfg: Config) -> None:
+def check_config(cfg: Config) -> None:
     """Semantic checks the types cannot express (one line naming the field)."""
     from repro26.core.config import ConfigError
     from repro26.rat_ncap.train import parse_variant
@@ -71,6 +79,8 @@ def _check(cfg: Config) -> None:
     if cfg.generations % cfg.chunk:
         raise ConfigError(f"generations: must be a multiple of chunk ({cfg.chunk}) so that one "
                           f"compiled chunk serves the whole run, got {cfg.generations}")
+    if not cfg.mlp_hidden or len(set(cfg.mlp_hidden)) != 1:
+        raise ConfigError(f"mlp_hidden: equal hidden widths (eqx.nn.MLP), got {list(cfg.mlp_hidden)}")
     if cfg.pop_size < 4 or cfg.pop_size % 2:
         raise ConfigError(f"pop_size: must be an even integer >= 4, got {cfg.pop_size}")
     if len(cfg.eval_speeds) < 1 or min(cfg.eval_speeds + cfg.train_speeds) <= 0:
@@ -83,7 +93,8 @@ def _history_path(out):
     return out.with_suffix(".csv")
 
 
-def stage_speed(run) -> None:
+@stage()
+def speed_stage(run: Run) -> None:
     """Env-steps/s of the MJX body (vmapped; with its compile time), of CPU MuJoCo on it and,
     when the optional extra dm-control is installed, of the full rodent standing on a floor."""
     from repro26.core.io import write_table
@@ -102,29 +113,37 @@ def stage_speed(run) -> None:
     write_table(run.out, rows, run.meta(total_mass_kg=body.total_mass(cfg.timestep)))
 
 
-def stage_train(run) -> None:
-    """One (variant, seed): ES training; writes params (JSON) and the learning curve (CSV)."""
-    from repro26.core.config import UsageError
-    from repro26.core.io import write_json, write_table
+def _variant(run: Run) -> str:
+    """The stage's ``--variant variant=NAME``, one of the configured variants."""
+    name = run.variant["variant"]
+    if name not in run.cfg.variants:
+        raise UsageError(f"--variant variant: {name!r} is not allowed; use one of "
+                         f"{', '.join(run.cfg.variants)}")
+    return name
 
-    _check(run.cfg)
-    if run.variant not in run.cfg.variants or run.seed is None:
-        raise UsageError(f"--variant must be one of {', '.join(run.cfg.variants)} and --seed given")
+
+@stage({"variant": str}, seed=True)
+def train_stage(run: Run) -> None:
+    """One (variant, seed): ES training; writes params (JSON) and the learning curve (CSV)."""
+    from repro26.core.io import write_json, write_table
     from repro26.rat_ncap.train import train
 
+    check_config(run.cfg)
+    name = _variant(run)
     ckpt = run.out.with_name(run.out.name + ".ckpt")
-    params, hist, policy = train(run.cfg, run.variant, run.seed, ckpt, run.progress)
+    params, hist, policy = train(run.cfg, name, run.seed, ckpt, run.progress)
     meta = run.meta(num_params=int(params.size))
     rows = {"generation": list(range(1, len(hist["loss"]) + 1)), **{k: v for k, v in hist.items() if k != "loss"}}
     write_table(_history_path(run.out), rows, meta)
-    write_json(run.out, {"variant": run.variant, "seed": run.seed, "num_params": int(params.size),
+    write_json(run.out, {"variant": name, "seed": run.seed, "num_params": int(params.size),
                          "params": params, "final_center_fitness": float(hist["center_fitness"][-1]),
                          "meta": meta})
     for path in (ckpt, ckpt.with_name(ckpt.name + ".history.npz")):
         path.unlink(missing_ok=True)
 
 
-def stage_evaluate(run) -> None:
+@stage({"variant": str})
+def evaluate_stage(run: Run) -> None:
     """One variant, all seeds: rewards, success, gait statistics (and ablations for NCAP)."""
     import jax
     import numpy as np
@@ -134,20 +153,22 @@ def stage_evaluate(run) -> None:
     from repro26.rat_ncap.train import build_policy, parse_variant, reward_spec
 
     cfg = run.cfg
-    _check(cfg)
-    variant = parse_variant(run.variant)
-    runs = [read_json(run.input(f"{run.variant}/seed{s}.json")) for s in cfg.seeds]
+    check_config(cfg)
+    name = _variant(run)
+    variant = parse_variant(name)
+    runs = [read_json(run.input(f"{name}/seed{s}.json")) for s in cfg.seeds]
     params = np.stack([np.asarray(r["params"], np.float32) for r in runs])
     env = body.make_env(cfg.timestep)
-    policy = build_policy(variant, cfg)
+    policy = build_policy(variant, cfg, jax.random.PRNGKey(0))  # its weights: each row of params
     rows = evaluate.evaluate_variant(policy, env, params, cfg.seeds, cfg.eval_speeds, cfg,
                                      reward_spec(cfg), jax.random.PRNGKey(12345))
     for row in rows:
-        row.update(variant=run.variant, num_params=int(params.shape[1]))
+        row.update(variant=name, num_params=int(params.shape[1]))
     write_table(run.out, rows, run.meta())
 
 
-def stage_rodent(run) -> None:
+@stage()
+def rodent_stage(run: Run) -> None:
     """Learned NCAP circuits driving dm_control's full rodent (CPU MuJoCo), no retraining.
 
     Without the optional extra ``dm-control`` the table holds one row saying so (the default
@@ -160,7 +181,7 @@ def stage_rodent(run) -> None:
     from repro26.rat_ncap.train import build_policy, parse_variant
 
     cfg = run.cfg
-    _check(cfg)
+    check_config(cfg)
     if not rodent.dm_control_available():
         write_table(run.out, [{"variant": "none", "seed": -1, "v_cmd": float("nan"),
                                "status": "dm-control not installed (pip install dm-control)"}], run.meta())
@@ -174,7 +195,7 @@ def stage_rodent(run) -> None:
     for name in cfg.rodent_variants:
         runs = [read_json(run.input(f"{name}/seed{s}.json")) for s in cfg.seeds]
         params = np.stack([np.asarray(r["params"], np.float32) for r in runs])
-        policy = build_policy(parse_variant(name), cfg)
+        policy = build_policy(parse_variant(name), cfg, jax.random.PRNGKey(0))  # weights: params rows
         out = rodent.run_transfer(policy, params, cfg.eval_speeds, cfg.rodent_s, cfg.timestep,
                                   jax.random.PRNGKey(12345))
         rows += [{"variant": name, "seed": cfg.seeds[r.pop("params_row")], "status": "ok", **r} for r in out]
@@ -182,32 +203,9 @@ def stage_rodent(run) -> None:
                                         rodent_mass_kg=float(np.sum(m.body_mass))))
 
 
-def _figure(name):
-    def stage(run) -> None:
-        from repro26.rat_ncap import figures
-
-        getattr(figures, name)(run)
-
-    return stage
-
-
-def stage_claims(run) -> None:
-    from repro26.rat_ncap.claims import write
-
-    _check(run.cfg)
-    write(run)
-
-
 STAGES = {
-    "speed": stage_speed,
-    "train": stage_train,
-    "evaluate": stage_evaluate,
-    "figure_learning_curves": _figure("learning_curves"),
-    "figure_gait_vs_speed": _figure("gait_vs_speed"),
-    "figure_interfaces": _figure("interfaces"),
-    "figure_ablations": _figure("ablations"),
-    "figure_params_vs_reward": _figure("params_vs_reward"),
-    "rodent": stage_rodent,
-    "figure_rodent_transfer": _figure("rodent_transfer"),
-    "claims": stage_claims,
+    "speed": speed_stage,
+    "train": train_stage,
+    "evaluate": evaluate_stage,
+    "rodent": rodent_stage,
 }

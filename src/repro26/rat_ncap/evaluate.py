@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from repro26.core import tables
 from repro26.rat_ncap import body
 from repro26.rat_ncap.losses import rollout
 from repro26.rat_ncap.model import POPULATIONS, MLPPolicy, silence_mask
@@ -50,13 +51,6 @@ def _onsets(signal: np.ndarray, dt: float) -> np.ndarray:
     return (idx + frac) * dt
 
 
-def _circ_mean(phases: np.ndarray) -> float:
-    if phases.size == 0:
-        return float("nan")
-    ang = np.angle(np.mean(np.exp(2j * np.pi * phases)))
-    return float((ang / (2 * np.pi)) % 1.0)
-
-
 def phase_lag(ref: np.ndarray, other: np.ndarray, period: float) -> float:
     """Circular-mean delay of ``other``'s onsets after ``ref``'s, in units of the period."""
     lags = []
@@ -64,13 +58,7 @@ def phase_lag(ref: np.ndarray, other: np.ndarray, period: float) -> float:
         later = other[other >= t]
         if later.size:
             lags.append(((later[0] - t) / period) % 1.0)
-    return _circ_mean(np.asarray(lags))
-
-
-def circ_dist0(phase: float) -> float:
-    """Distance of a phase in [0, 1) from 0 on the circle, in [0, 0.5] (0.5 = alternation)."""
-    return float(min(phase % 1.0, 1.0 - phase % 1.0))
-
+    return float(tables.circular_mean(lags)) if lags else float("nan")
 
 def gait_stats(q: np.ndarray, paw: np.ndarray, x: np.ndarray, alive: np.ndarray, dt: float) -> dict:
     """Gait statistics of one episode; ``q`` (T, 8), ``paw`` (T, 4), ``x`` (T,), ``alive`` (T,)."""
@@ -96,9 +84,9 @@ def gait_stats(q: np.ndarray, paw: np.ndarray, x: np.ndarray, alive: np.ndarray,
     out["duty"] = float(np.mean(paw[start:] < CONTACT_M))
     for name, (a, b) in PAIRS.items():
         out[name] = phase_lag(onsets[a], onsets[b], period)
-    if circ_dist0(out["lr_hind"]) < 0.25:
+    if tables.circular_distance(out["lr_hind"], 0.0) < 0.25:
         out["gait"] = "gallop/bound"
-    elif circ_dist0(out["diagonal"]) < 0.125:
+    elif tables.circular_distance(out["diagonal"], 0.0) < 0.125:
         out["gait"] = "trot"
     else:
         out["gait"] = "walk"

@@ -1,13 +1,13 @@
-"""Figures (read the tables written by ``train`` and ``evaluate``; never models)."""
+"""Figures (read the tables written by ``train``, ``evaluate`` and ``rodent``; never models),
+in the paper's order; each docstring is the figure's caption."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from repro26.core.io import read_table
-from repro26.core.plotting import line_with_ci, save, subplots
+from repro26.core import tables
+from repro26.core.method import figure, figures_by_name
+from repro26.core.plotting import line_with_ci, subplots
 from repro26.core.stats import mean_ci
 
 #: approximate published rat ranges (see repro26.rat_ncap.evaluate): stride frequency (Hz)
@@ -18,7 +18,7 @@ RAT_DUTY = (0.4, 0.7)
 
 def eval_tables(run) -> dict[str, dict[str, np.ndarray]]:
     """``eval/<variant>.csv`` inputs keyed by variant."""
-    return {p.stem: read_table(p) for p in run.inputs if p.parent.name == "eval"}
+    return {p.stem: tables.read(p) for p in run.inputs if p.parent.name == "eval"}
 
 
 def histories(run) -> dict[str, list[dict[str, np.ndarray]]]:
@@ -26,36 +26,27 @@ def histories(run) -> dict[str, list[dict[str, np.ndarray]]]:
     out: dict[str, list] = {}
     for p in sorted(run.inputs, key=lambda p: str(p)):
         if p.parent.parent.name == "runs" and p.suffix == ".csv":
-            out.setdefault(p.parent.name, []).append(read_table(p))
+            out.setdefault(p.parent.name, []).append(tables.read(p))
     return out
 
 
-def _float(value) -> float:
-    """A table cell as float; empty cells (NaN written by write_table) read as NaN."""
-    if isinstance(value, (str, np.str_)):
-        text = str(value)
-        return {"": np.nan, "True": 1.0, "False": 0.0}.get(text) if text in ("", "True", "False") \
-            else float(text)
-    return float(value)
-
-
-def _select(table, **cond):
-    keep = np.ones(len(next(iter(table.values()))), bool)
-    for k, v in cond.items():
-        keep &= table[k] == v
-    return keep
-
-
 def per_seed(table, column, condition="intact"):
-    """(seeds, speeds) array of ``column`` for one condition, and the speeds."""
-    sel = _select(table, condition=condition)
-    seeds, speeds = np.unique(table["seed"][sel]), np.unique(table["v_cmd"][sel])
-    out = np.full((len(seeds), len(speeds)), np.nan)
-    for i, s in enumerate(seeds):
-        for j, v in enumerate(speeds):
-            m = sel & (table["seed"] == s) & (table["v_cmd"] == v)
-            out[i, j] = _float(table[column][m][0])
-    return out, speeds
+    """``(speeds, values[seed, speed])`` of ``column`` for one evaluation condition."""
+    return tables.pivot(table, column, by="v_cmd", condition=condition)
+
+
+def interface_variants(cfg) -> list[str]:
+    """The NCAP variants trained with the refined ES, one per interface."""
+    return [n for n in cfg.variants if n.startswith("ncap-") and n.endswith("-refined")]
+
+
+def torque_variants(cfg) -> list[str]:
+    """The torque-interface controllers trained with the refined ES."""
+    return [n for n in cfg.variants if n.endswith("torque-refined")]
+
+
+def _evals(names) -> list[str]:
+    return [f"eval/{n}.csv" for n in names]
 
 
 def _errorbar(ax, x, y_by_seed, **kw):
@@ -66,7 +57,14 @@ def _errorbar(ax, x, y_by_seed, **kw):
     return ax.errorbar(x, mean, yerr=half, marker="o", **kw)
 
 
-def learning_curves(run) -> None:
+@figure(inputs_from=lambda cfg: [f"runs/{v}/seed{s}.csv" for v in cfg.variants for s in cfg.seeds])
+def learning_curves(run):
+    """Fitness of the ES mean per generation (reward per step, averaged over the commanded
+    training speeds), mean and 95% CI over seeds. Left: the other controllers/interfaces run at
+    this scale (Rat NCAP with the muscle and equilibrium-point interfaces, NCAP without sign
+    constraints, the large MLP, the MLP with NCAP's parameter count). Right: Rat NCAP with the
+    torque interface, for each ES algorithm run at this scale (refined ES; OpenAI-ES and
+    diagonal CMA-ES where configured)."""
     hist = histories(run)
     fig, axes = subplots(1, 2, width=4.6)
     for name, runs in sorted(hist.items()):
@@ -79,22 +77,26 @@ def learning_curves(run) -> None:
         ax.set_xlabel("generation")
         ax.set_ylabel("ES-mean fitness (reward/step)")
         ax.legend(fontsize=6)
-    save(fig, Path(run.out))
+    return fig
 
 
-def gait_vs_speed(run) -> None:
-    tables = eval_tables(run)
-    t = tables[run.cfg.main_variant]
+@figure(inputs_from=lambda cfg: _evals([cfg.main_variant]))
+def gait_vs_speed(run):
+    """Main Rat NCAP variant evaluated at each commanded speed: achieved forward speed, stride
+    frequency (from hip/shoulder swing onsets) and duty factor (paw contact fraction); mean and
+    95% CI over seeds. Grey bands: approximate published rat ranges (Clarke & Parker 1986;
+    Gillis & Biewener 2001). Missing points: no stepping or a fall."""
+    t = eval_tables(run)[run.cfg.main_variant]
     fig, axes = subplots(1, 3, width=3.4)
-    speed, v = per_seed(t, "speed")
+    v, speed = per_seed(t, "speed")
     _errorbar(axes[0, 0], v, speed, label="achieved")
     axes[0, 0].plot(v, v, "k--", lw=1, label="commanded")
     axes[0, 0].set_ylabel("forward speed (m/s)")
-    freq, _ = per_seed(t, "stride_freq")
+    _, freq = per_seed(t, "stride_freq")
     _errorbar(axes[0, 1], v, freq, label=run.cfg.main_variant)
     axes[0, 1].axhspan(*RAT_STRIDE_HZ, color="grey", alpha=0.2, label="rat (approx.)")
     axes[0, 1].set_ylabel("stride frequency (Hz)")
-    duty, _ = per_seed(t, "duty")
+    _, duty = per_seed(t, "duty")
     _errorbar(axes[0, 2], v, duty, label=run.cfg.main_variant)
     axes[0, 2].axhspan(*RAT_DUTY, color="grey", alpha=0.2, label="rat (approx.)")
     axes[0, 2].set_ylabel("duty factor")
@@ -103,16 +105,21 @@ def gait_vs_speed(run) -> None:
         ax.legend(fontsize=6)
     fig.suptitle(f"{run.cfg.main_variant}: gait vs speed (mean, 95% CI over seeds; NaN = no stepping)",
                  fontsize=8)
-    save(fig, Path(run.out))
+    return fig
 
 
-def interfaces(run) -> None:
-    tables = eval_tables(run)
-    names = [n for n in run.cfg.variants if n.startswith("ncap-") and n.endswith("-refined")]
+@figure(inputs_from=lambda cfg: _evals(interface_variants(cfg)))
+def interfaces(run):
+    """Trainability of the three neuromechanical interfaces (torque f-e, agonist-antagonist
+    muscle with co-contraction stiffness, equilibrium-point targets): evaluation reward per step
+    (bars: mean with 95% CI over seeds; dots: seeds) and success rate (no fall, speed within
+    tolerance) over seeds and speeds."""
+    evals = eval_tables(run)
+    names = interface_variants(run.cfg)
     fig, axes = subplots(1, 2, width=3.2)
     for i, name in enumerate(names):
-        rew, _ = per_seed(tables[name], "reward")
-        succ, _ = per_seed(tables[name], "success")
+        _, rew = per_seed(evals[name], "reward")
+        _, succ = per_seed(evals[name], "success")
         r = rew.mean(axis=1)
         m, h = mean_ci(r)
         axes[0, 0].bar(i, m, yerr=h, color=f"C{i}")
@@ -123,18 +130,23 @@ def interfaces(run) -> None:
         ax.set_xlabel("neuromechanical interface")
         ax.set_ylabel(label)
     axes[0, 1].set_ylim(0, 1)
-    save(fig, Path(run.out))
+    return fig
 
 
-def ablations(run) -> None:
-    from repro26.rat_ncap.evaluate import CONDITIONS, circ_dist0
+@figure(inputs_from=lambda cfg: _evals([cfg.main_variant]))
+def ablations(run):
+    """Population ablations of the main Rat NCAP variant: hind left-right and diagonal phase
+    lags, shown as the circular distance from 0 (0.5 = alternation, 0 = synchrony), intact and
+    with V0 (V0d+V0v), V3, V2a or the Ia pathways silenced; bars mean with 95% CI over seeds x
+    speeds where the body stepped."""
+    from repro26.rat_ncap.evaluate import CONDITIONS
 
     t = eval_tables(run)[run.cfg.main_variant]
     fig, axes = subplots(1, 2, width=3.6)
     for k, (column, label) in enumerate((("lr_hind", "left-right hind"), ("diagonal", "diagonal LH-RF"))):
         for i, cond in enumerate(CONDITIONS):
-            lag, _ = per_seed(t, column, cond)
-            d = np.vectorize(lambda p: circ_dist0(p) if np.isfinite(p) else np.nan)(lag).ravel()
+            _, lag = per_seed(t, column, cond)
+            d = tables.circular_distance(lag, 0.0).ravel()
             d = d[np.isfinite(d)]
             if d.size:
                 m, h = mean_ci(d) if d.size > 1 else (d.mean(), 0.0)
@@ -150,16 +162,20 @@ def ablations(run) -> None:
     fig.suptitle(f"{run.cfg.main_variant}: ablations (dots: seeds x speeds with stepping;\nbars: "
                  "mean of their distances; the claim uses the distance of their circular-mean lag)",
                  fontsize=8, y=1.08)
-    save(fig, Path(run.out))
+    return fig
 
 
-def params_vs_reward(run) -> None:
-    tables = eval_tables(run)
+@figure(inputs_from=lambda cfg: _evals(torque_variants(cfg)))
+def params_vs_reward(run):
+    """Evaluation reward against parameter count for the torque-interface controllers trained
+    with the refined ES: Rat NCAP, NCAP without sign constraints, the MLP with NCAP's parameter
+    count and the large MLP; mean and 95% CI over seeds."""
+    evals = eval_tables(run)
     fig, axes = subplots(1, 1, width=4.0)
     ax = axes[0, 0]
-    for i, name in enumerate(n for n in run.cfg.variants if n.endswith("torque-refined")):
-        t = tables[name]
-        rew, _ = per_seed(t, "reward")
+    for i, name in enumerate(torque_variants(run.cfg)):
+        t = evals[name]
+        _, rew = per_seed(t, "reward")
         r = rew.mean(axis=1)
         m, h = mean_ci(r)
         n_params = int(t["num_params"][0])
@@ -168,37 +184,39 @@ def params_vs_reward(run) -> None:
     ax.set_xlabel("number of parameters")
     ax.set_ylabel("eval reward / step (mean over speeds)")
     ax.legend(fontsize=6)
-    save(fig, Path(run.out))
+    return fig
 
 
-def rodent_transfer(run) -> None:
-    """The full dm_control rodent driven by the transferred circuits (see rat_ncap.rodent)."""
-    t = read_table(run.inputs[0])
+@figure("rodent.csv")
+def rodent_transfer(run):
+    """The learned Rat NCAP circuits (trained on the Rat v2 analogue) driving dm_control's full
+    rodent in CPU MuJoCo without retraining: forward distance travelled, fraction of the episode
+    upright and stride frequency per commanded speed (mean, 95% CI over seeds); the dashed line
+    is the rodent holding its standing posture with no circuit. The analogue's flexor/extensor
+    outputs become position targets of the rodent's shoulder, elbow, hip and knee servos; all
+    other actuators hold the standing posture. Without the optional dm-control package the
+    figure says so."""
+    t = tables.read(run.input("rodent.csv"))
     fig, axes = subplots(1, 3, width=3.6)
     if not np.all(t["status"] == "ok"):
         for ax in axes[0]:
             ax.set_axis_off()
         axes[0, 1].text(0.5, 0.5, str(t["status"][0]), ha="center", va="center", fontsize=8)
-        save(fig, Path(run.out))
-        return
+        return fig
     hold = t["variant"] == "hold"
     columns = (("distance_m", "distance travelled (m)"), ("upright_frac", "fraction of time upright"),
                ("stride_freq", "stride frequency (Hz)"))
     for k, (column, label) in enumerate(columns):
         ax = axes[0, k]
         for i, name in enumerate(v for v in dict.fromkeys(t["variant"]) if v != "hold"):
-            sel = t["variant"] == name
-            speeds = np.unique(t["v_cmd"][sel])
-            seeds = np.unique(t["seed"][sel])
-            y = np.array([[_float(t[column][sel & (t["seed"] == s) & (t["v_cmd"] == v)][0]) for v in speeds]
-                          for s in seeds])
+            speeds, y = tables.pivot(t, column, by="v_cmd", variant=name)
             if np.isfinite(y).any():
                 _errorbar(ax, speeds + 0.004 * i, y, color=f"C{i}", label=name)
             else:
                 ax.text(0.5, 0.6 - 0.1 * i, f"{name}: no stepping", fontsize=7, ha="center",
                         color=f"C{i}", transform=ax.transAxes)
         if column != "stride_freq":
-            ax.axhline(_float(t[column][hold][0]), color="k", ls="--", lw=1, label="hold posture (no circuit)")
+            ax.axhline(float(t[column][hold][0]), color="k", ls="--", lw=1, label="hold posture (no circuit)")
         ax.set_xlabel("commanded speed (m/s)")
         ax.set_ylabel(label)
         ax.set_xlim(min(run.cfg.eval_speeds) - 0.05, max(run.cfg.eval_speeds) + 0.05)
@@ -207,4 +225,8 @@ def rodent_transfer(run) -> None:
     axes[0, 1].set_ylim(0, 1.05)
     fig.suptitle(f"full dm_control rodent, NCAP transferred without retraining ({run.cfg.rodent_s:g} s episodes; "
                  "mean, 95% CI over seeds)", fontsize=8)
-    save(fig, Path(run.out))
+    return fig
+
+
+FIGURES = figures_by_name(learning_curves, gait_vs_speed, interfaces, ablations, params_vs_reward,
+                          rodent_transfer)

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from repro26.rat_ncap import body
-from repro26.rat_ncap.model import MLPPolicy, Policy, interface_ctrl
+from repro26.rat_ncap.model import MLPPolicy, Policy, interface_ctrl, ravel_policy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +44,10 @@ def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: ja
             masks: Float[Array, "B 19"] | None = None, record_every: int = 0):
     """Run a batch of ``B`` episodes side by side; returns ``(fitness (B,), trace)``.
 
-    Episode ``b`` uses the flat parameters ``params[b]``, the key ``keys[b]``, the commanded
-    speed ``v_cmd[b]`` and (NCAP only) the population gains ``masks[b]`` (ablations).
+    Episode ``b`` runs ``policy`` with its weights replaced by the flat vector ``params[b]``
+    (:func:`~repro26.rat_ncap.model.ravel_policy`; unravelled inside the batched step), the key
+    ``keys[b]``, the commanded speed ``v_cmd[b]`` and (NCAP only) the population gains
+    ``masks[b]`` (ablations).
 
     Compile-time structure: one ``lax.scan`` over time whose body is the *batched* env step
     (``vmap`` inside the scan). Putting the scan inside nested ``vmap``s instead (one per
@@ -61,6 +62,7 @@ def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: ja
     paw_ids = jnp.asarray(body.paw_geom_ids(env.dt))
     paw_r = jnp.asarray(body.paw_radii(env.dt))
     masked = masks is not None and not isinstance(policy, MLPPolicy)
+    _, unravel = ravel_policy(policy)
 
     def init(key):
         k_env, k_pol = jax.random.split(key)
@@ -70,11 +72,11 @@ def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: ja
     def one_step(carry, flat, v, mask):
         data, pstate, vbar, alive, total = carry
         q, qd = body.joint_state(data)
-        if isinstance(policy, MLPPolicy):
-            pstate, (f, e) = policy(flat, pstate, _obs(data, q, qd, q0, v))
+        pol = unravel(flat)
+        if isinstance(pol, MLPPolicy):
+            pstate, (f, e) = pol(pstate, _obs(data, q, qd, q0, v))
         else:
-            pol = eqx.tree_at(lambda p: p.mask, policy, mask, is_leaf=lambda x: x is None) if masked else policy
-            pstate, (f, e) = pol(flat, pstate, q, qd, q0, v, env.dt)
+            pstate, (f, e) = pol(pstate, q, qd, q0, v, env.dt, mask)
         ctrl = interface_ctrl(policy.interface, f, e, q, qd, q0)
         data = env.step(data, ctrl)
         ts = body.trunk_state(data)

@@ -47,6 +47,7 @@ Interfaces (``f``, ``e`` in [0, 1] from MN-F and MN-E; theta joint angle, flexio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import equinox as eqx
@@ -138,41 +139,46 @@ def matsuoka_period(tau: float, tau_adapt: float, beta: float, w: float) -> floa
     return float(2 * np.pi / omega)
 
 
-class RatNCAP(eqx.Module):
-    """Rat NCAP policy; parameters live in a flat vector (the ES search space)."""
+def initial_theta() -> dict[str, Float[Array, "2 ..."]]:
+    """NCAP's initial parameters: one array per synapse type (fore and hind girdle), magnitudes
+    from :data:`SYNAPSES`, and the brainstem drive :data:`DRIVE0`."""
+    theta = {k: jnp.full((2, *shape), abs(v) if s else v, jnp.float32)
+             for k, (s, _, v, shape) in SYNAPSES.items()}
+    theta.update({k: jnp.asarray(v, jnp.float32) for k, v in DRIVE0.items()})
+    return theta
 
+
+class RatNCAP(eqx.Module):
+    """Rat NCAP policy holding its parameters ``theta`` (the ES searches them as one vector,
+    :func:`ravel_policy`); the effective weights are :meth:`weights`."""
+
+    theta: dict[str, Float[Array, "2 ..."]]
     interface: str = eqx.field(static=True)
     constrained: bool = eqx.field(static=True)
     tau: float = eqx.field(static=True)
     tau_adapt: float = eqx.field(static=True)
-    #: per-population activity gain (1 intact, 0 silenced); see :func:`silence_mask`
-    mask: Float[Array, " 19"] | None = None
 
-    def init_tree(self) -> dict[str, jax.Array]:
-        tree = {k: jnp.full((2, *shape), abs(v) if s else v, jnp.float32)
-                for k, (s, _, v, shape) in SYNAPSES.items()}
-        tree.update({k: jnp.asarray(v, jnp.float32) for k, v in DRIVE0.items()})
-        return tree
-
-    def init_params(self) -> Float[Array, " P"]:
-        return ravel_pytree(self.init_tree())[0]
-
-    def unravel(self, flat: Float[Array, " P"]) -> dict[str, jax.Array]:
-        return ravel_pytree(self.init_tree())[1](flat)
+    def __init__(self, interface: str, constrained: bool, tau: float, tau_adapt: float,
+                 theta: dict[str, Float[Array, "2 ..."]] | None = None):
+        self.theta = initial_theta() if theta is None else theta
+        self.interface, self.constrained = interface, constrained
+        self.tau, self.tau_adapt = tau, tau_adapt
 
     def groups(self) -> np.ndarray:
-        """Parameter-group id of every flat entry (for per-group sigma)."""
+        """Parameter-group id (:data:`SYNAPSES` group) of every entry of the flat vector."""
         names = sorted({g for _, g, _, _ in SYNAPSES.values()})
-        tree = {k: np.full((2, *shape), names.index(g)) for k, (_, g, _, shape) in SYNAPSES.items()}
-        tree.update({k: np.asarray(names.index("drive")) for k in DRIVE0})
-        return np.asarray(ravel_pytree(jax.tree.map(jnp.asarray, tree))[0]).astype(np.int32)
+        group = {k: names.index(g) for k, (_, g, _, _) in SYNAPSES.items()}
+        group.update({k: names.index("drive") for k in DRIVE0})
+        ids = eqx.tree_at(lambda p: p.theta, self,
+                          {k: jnp.full(v.shape, float(group[k])) for k, v in self.theta.items()})
+        return np.asarray(ravel_policy(ids)[0]).astype(np.int32)
 
-    def weights(self, flat: Float[Array, " P"]) -> dict[str, jax.Array]:
+    def weights(self) -> dict[str, jax.Array]:
         """Effective signed weights ``s |theta|`` (or ``s theta`` unconstrained); biases as is."""
-        tree = self.unravel(flat)
         mag = jnp.abs if self.constrained else (lambda v: v)
-        out = {k: (s * mag(tree[k]) if s else tree[k]) for k, (s, _, _, _) in SYNAPSES.items()}
-        out["d0"], out["d1"] = jnp.abs(tree["d0"]), jnp.abs(tree["d1"])
+        out = {k: (s * mag(self.theta[k]) if s else self.theta[k])
+               for k, (s, _, _, _) in SYNAPSES.items()}
+        out["d0"], out["d1"] = jnp.abs(self.theta["d0"]), jnp.abs(self.theta["d1"])
         return out
 
     def init_state(self, key: jax.Array) -> NCAPState:
@@ -183,14 +189,15 @@ class RatNCAP(eqx.Module):
         x = x.at[:, :2].set(0.6 * jax.random.uniform(k_rg, (4, 2)))
         return NCAPState(x, jnp.zeros((4, 2)))
 
-    def num_params(self) -> int:
-        return int(self.init_params().size)
+    def __call__(self, state: NCAPState, q, qd, q0, v_cmd, dt,
+                 mask: Float[Array, " 19"] | None = None):
+        """One Euler step; returns the new state and (f, e), each (N_JOINTS,) in [0, 1].
 
-    def __call__(self, flat, state: NCAPState, q, qd, q0, v_cmd, dt):
-        """One Euler step; returns the new state and (f, e), each (N_JOINTS,) in [0, 1]."""
-        ws = self.weights(flat)
+        ``mask`` (from :func:`silence_mask`) is the per-population activity gain (1 intact,
+        0 silenced); ``None`` leaves every population intact."""
+        ws = self.weights()
         w = {k: v[GIRDLE] for k, v in ws.items() if k not in DRIVE0}  # per limb (4, ...)
-        mask = jnp.ones(N_NEURONS) if self.mask is None else self.mask
+        mask = jnp.ones(N_NEURONS) if mask is None else mask
         r = jnp.clip(state.x, 0.0, 1.0) * mask
         dq = (q - q0).reshape(4, JOINTS_PER_LIMB)
         dqd = qd.reshape(4, JOINTS_PER_LIMB)
@@ -236,6 +243,9 @@ class RatNCAP(eqx.Module):
         return NCAPState(x, adapt), (f, e)
 
 
+N_OBS = 2 * N_JOINTS + 7  # MLP observation size (see repro26.rat_ncap.losses)
+
+
 class MLPState(eqx.Module):
     """The MLP is feedforward; a dummy state keeps one rollout code path."""
 
@@ -243,52 +253,61 @@ class MLPState(eqx.Module):
 
 
 class MLPPolicy(eqx.Module):
-    """tanh MLP from (q - q0, dq, trunk up/vx/height/angular velocity, v_cmd) to (f, e)."""
+    """tanh MLP (``eqx.nn.MLP``, equal hidden widths) from (q - q0, dq, trunk up/vx/height/
+    angular velocity, v_cmd) to (f, e) = sigmoid of its output.
 
-    hidden: tuple[int, ...] = eqx.field(static=True)
+    Initial weights ``W ~ N(0, 1/fan_in)``, biases 0."""
+
+    mlp: eqx.nn.MLP
     interface: str = eqx.field(static=True)
-    n_in: int = eqx.field(static=True, default=2 * N_JOINTS + 7)
-    n_out: int = eqx.field(static=True, default=2 * N_JOINTS)
 
-    def _shapes(self):
-        sizes = (self.n_in, *self.hidden, self.n_out)
-        return [((a, b), (b,)) for a, b in zip(sizes[:-1], sizes[1:])]
-
-    def init_params_key(self, key: jax.Array) -> Float[Array, " P"]:
-        parts = []
-        for (shape_w, shape_b), k in zip(self._shapes(), jax.random.split(key, len(self._shapes()))):
-            parts += [jax.random.normal(k, shape_w).ravel() / np.sqrt(shape_w[0]), jnp.zeros(shape_b)]
-        return jnp.concatenate(parts)
-
-    def init_params(self) -> Float[Array, " P"]:
-        return self.init_params_key(jax.random.PRNGKey(0))
-
-    def num_params(self) -> int:
-        return sum(int(np.prod(w)) + int(np.prod(b)) for w, b in self._shapes())
+    def __init__(self, hidden: tuple[int, ...], interface: str, key: jax.Array):
+        if not hidden or len(set(hidden)) != 1:
+            raise ValueError(f"mlp hidden sizes must be equal (eqx.nn.MLP), got {hidden}")
+        mlp = eqx.nn.MLP(N_OBS, 2 * N_JOINTS, hidden[0], len(hidden), activation=jnp.tanh,
+                         final_activation=jax.nn.sigmoid, key=key)
+        keys = jax.random.split(key, len(mlp.layers))
+        layers = tuple(
+            eqx.tree_at(lambda lin: (lin.weight, lin.bias), lin,
+                        (jax.random.normal(k, lin.weight.shape[::-1]).T / np.sqrt(lin.in_features),
+                         jnp.zeros_like(lin.bias)))
+            for lin, k in zip(mlp.layers, keys))
+        self.mlp = eqx.tree_at(lambda m: m.layers, mlp, layers)
+        self.interface = interface
 
     def groups(self) -> np.ndarray:
-        return np.concatenate([np.full(int(np.prod(w)) + int(np.prod(b)), i)
-                               for i, (w, b) in enumerate(self._shapes())]).astype(np.int32)
+        """Layer index of every entry of the flat vector (weights and bias of a layer)."""
+        ids = eqx.tree_at(lambda p: p.mlp.layers, self, tuple(
+            jax.tree.map(lambda a, i=i: jnp.full(a.shape, float(i)), lin)
+            for i, lin in enumerate(self.mlp.layers)))
+        return np.asarray(ravel_policy(ids)[0]).astype(np.int32)
 
     def init_state(self, key: jax.Array) -> MLPState:
         return MLPState(jnp.zeros(()))
 
-    def __call__(self, flat, state, obs):
-        h, i = obs, 0
-        layers = self._shapes()
-        for li, (shape_w, shape_b) in enumerate(layers):
-            n_w = int(np.prod(shape_w))
-            wmat = flat[i:i + n_w].reshape(shape_w)
-            b = flat[i + n_w:i + n_w + shape_b[0]]
-            i += n_w + shape_b[0]
-            h = h @ wmat + b
-            if li < len(layers) - 1:
-                h = jnp.tanh(h)
-        out = jax.nn.sigmoid(h)
+    def __call__(self, state, obs):
+        out = self.mlp(obs)
         return state, (out[:N_JOINTS], out[N_JOINTS:])
 
 
-def mlp_hidden_for(n_params: int, n_in: int = 2 * N_JOINTS + 7, n_out: int = 2 * N_JOINTS) -> int:
+
+Policy = RatNCAP | MLPPolicy
+
+
+def ravel_policy(policy: Policy) -> tuple[Float[Array, " P"], Callable[[jax.Array], Policy]]:
+    """The evolution-strategy boundary: the policy's weights (every inexact array it holds) as
+    one flat vector, and the inverse map from such a vector back to a policy."""
+    params, static = eqx.partition(policy, eqx.is_inexact_array)
+    flat, unravel = ravel_pytree(params)
+    return flat, lambda vector: eqx.combine(unravel(vector), static)
+
+
+def num_params(policy: Policy) -> int:
+    """Number of weights the ES searches over."""
+    return int(ravel_policy(policy)[0].size)
+
+
+def mlp_hidden_for(n_params: int, n_in: int = N_OBS, n_out: int = 2 * N_JOINTS) -> int:
     """Hidden width of a one-hidden-layer MLP whose parameter count is closest to ``n_params``."""
     return max(1, int(round((n_params - n_out) / (n_in + 1 + n_out))))
 
@@ -313,5 +332,3 @@ def interface_ctrl(kind: str, f, e, q, qd, q0) -> Float[Array, "16"]:
         raise ValueError(f"interface: {kind!r} is not allowed; use one of {INTERFACES}")
     return jnp.stack([tf, te], axis=-1).reshape(-1)
 
-
-Policy = RatNCAP | MLPPolicy

@@ -42,7 +42,7 @@ import mujoco
 import numpy as np
 
 from repro26.rat_ncap.evaluate import CONTACT_M, gait_stats
-from repro26.rat_ncap.model import DELTA_EP, RatNCAP
+from repro26.rat_ncap.model import DELTA_EP, RatNCAP, ravel_policy
 
 #: analogue joint order (LF, RF, LH, RH; proximal, distal) -> rodent joint names
 RODENT_JOINTS: tuple[str, ...] = ("shoulder_L", "elbow_L", "shoulder_R", "elbow_R",
@@ -117,7 +117,8 @@ def _trunk(d: mujoco.MjData) -> tuple[float, float, float]:
 
 def run_transfer(policy: RatNCAP | None, params: np.ndarray, speeds, seconds: float, dt: float,
                  key: jax.Array) -> list[dict]:
-    """Episodes of the rodent driven by ``policy`` with each row of ``params`` at each speed.
+    """Episodes of the rodent driven by ``policy`` with the weights of each row of ``params``
+    (flat vectors, :func:`~repro26.rat_ncap.model.ravel_policy`) at each speed.
 
     ``policy=None`` runs the ``hold`` baseline (standing targets, one episode). Returns rows
     with distance travelled, uprightness and gait statistics per (params row, speed).
@@ -143,7 +144,8 @@ def run_transfer(policy: RatNCAP | None, params: np.ndarray, speeds, seconds: fl
         v_cmd = jnp.asarray([v for _, v in jobs], jnp.float32)
         state = jax.vmap(policy.init_state)(jax.random.split(key, n))
         q0 = jnp.zeros(8)
-        step = jax.jit(jax.vmap(lambda fl, st, q, qd, v: policy(fl, st, q, qd, q0, v, dt_ctrl)))
+        _, unravel = ravel_policy(policy)
+        step = jax.jit(jax.vmap(lambda fl, st, q, qd, v: unravel(fl)(st, q, qd, q0, v, dt_ctrl)))
     sign = rmap.sign
     rec = {"q": np.zeros((n, n_ctrl, 8)), "paw": np.zeros((n, n_ctrl, 4)), "x": np.zeros((n, n_ctrl)),
            "alive": np.zeros((n, n_ctrl), bool), "up": np.zeros((n, n_ctrl))}

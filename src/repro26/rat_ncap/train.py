@@ -28,7 +28,9 @@ from repro26.core.train import run_loop
 from repro26.rat_ncap import body
 from repro26.rat_ncap.es import DiagCMAES, OpenAIES, RefinedES, Strategy
 from repro26.rat_ncap.losses import RewardSpec, population_fitness
-from repro26.rat_ncap.model import INTERFACES, MLPPolicy, RatNCAP, mlp_hidden_for
+from repro26.rat_ncap.model import (
+    INTERFACES, MLPPolicy, RatNCAP, mlp_hidden_for, num_params, ravel_policy,
+)
 
 CONTROLLERS = ("ncap", "ncapfree", "mlp", "mlpeq")
 STRATEGIES = ("refined", "openai", "cma")
@@ -54,17 +56,15 @@ def parse_variant(name: str) -> Variant:
     return Variant(*parts)
 
 
-def build_policy(variant: Variant, cfg: Any):
+def build_policy(variant: Variant, cfg: Any, key: jax.Array):
+    """The variant's controller with its initial weights (NCAP's are fixed; the MLPs' drawn
+    from ``key``)."""
     if variant.controller in ("ncap", "ncapfree"):
         return RatNCAP(variant.interface, variant.controller == "ncap", cfg.tau, cfg.tau_adapt)
     if variant.controller == "mlp":
-        return MLPPolicy(tuple(cfg.mlp_hidden), variant.interface)
-    n_ncap = RatNCAP(variant.interface, True, cfg.tau, cfg.tau_adapt).num_params()
-    return MLPPolicy((mlp_hidden_for(n_ncap),), variant.interface)
-
-
-def initial_params(policy, key: jax.Array) -> jax.Array:
-    return policy.init_params_key(key) if isinstance(policy, MLPPolicy) else policy.init_params()
+        return MLPPolicy(tuple(cfg.mlp_hidden), variant.interface, key)
+    n_ncap = num_params(RatNCAP(variant.interface, True, cfg.tau, cfg.tau_adapt))
+    return MLPPolicy((mlp_hidden_for(n_ncap),), variant.interface, key)
 
 
 def build_strategy(variant: Variant, policy, cfg: Any) -> Strategy:
@@ -83,7 +83,8 @@ def reward_spec(cfg: Any) -> RewardSpec:
 
 
 def make_step(policy, strategy: Strategy, env: body.Env, cfg: Any):
-    """``step_fn(state, data, key)`` of one ES generation (``data`` unused)."""
+    """``step_fn(state, data, key)`` of one ES generation (``data`` unused); the candidates are
+    flat weight vectors of ``policy`` (:func:`~repro26.rat_ncap.model.ravel_policy`)."""
     speeds = jnp.asarray(cfg.train_speeds, jnp.float32)
     n_steps = int(round(cfg.episode_s / env.dt))
     spec = reward_spec(cfg)
@@ -105,11 +106,11 @@ def train(cfg: Any, variant_name: str, seed: int, checkpoint: Path | None = None
     """Train one variant with one seed; returns (final mean params, history, policy)."""
     variant = parse_variant(variant_name)
     env = body.make_env(cfg.timestep)
-    policy = build_policy(variant, cfg)
-    strategy = build_strategy(variant, policy, cfg)
     key = jax.random.PRNGKey(seed)
     k_init, k_run = jax.random.split(key)
-    state = strategy.init(initial_params(policy, k_init))
+    policy = build_policy(variant, cfg, k_init)
+    strategy = build_strategy(variant, policy, cfg)
+    state = strategy.init(ravel_policy(policy)[0])
     step = make_step(policy, strategy, env, cfg)
     state, hist = run_loop(step, state, None, key=k_run, num_steps=cfg.generations,
                            chunk_size=cfg.chunk, checkpoint_path=checkpoint,
@@ -119,4 +120,4 @@ def train(cfg: Any, variant_name: str, seed: int, checkpoint: Path | None = None
 
 
 __all__ = ["CONTROLLERS", "STRATEGIES", "Variant", "build_policy", "build_strategy",
-           "initial_params", "make_step", "parse_variant", "train"]
+           "make_step", "parse_variant", "train"]
