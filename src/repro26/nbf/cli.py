@@ -1,0 +1,182 @@
+"""Stages of ``repro26 nbf <stage>`` and the method's typed config.
+
+data (belief pool + episodes) -> train (one GDE per dimension, seeds vmapped) -> filter (one
+job per scenario: k evaders, dynamics, N particles; every filter, every seed) -> evaluate
+(gather tables); the figure and claims stages come from core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from repro26.core import io
+from repro26.core.cli import Run
+from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
+
+
+@dataclasses.dataclass(frozen=True)
+class DynamicsConfig:
+    """Evader policy: steps of up to ``speed`` cells, ``evasion`` pushes away from the
+    pursuer, ``laziness`` weights staying put."""
+
+    speed: int
+    evasion: float
+    laziness: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seeds: tuple[int, ...]
+    grid: int  # arena of grid x grid cells
+    horizon: int  # filter steps per episode
+    episodes: int  # evaluation episodes per seed and scenario
+    evaders: tuple[int, ...]  # k values of the dimension sweep (d = 2k)
+    particles: int  # N of the tracking, dimension and zero-shot experiments
+    particle_grid: tuple[int, ...]  # N values of the error-vs-N experiment
+    dynamics: dict[str, DynamicsConfig]
+    held_in: str
+    held_out: tuple[str, ...]
+    pool_episodes: int  # held-in episodes whose exact beliefs train the GDE
+    train_steps: int
+    batch_size: int
+    set_size: int
+    target_size: int
+    hidden: int
+    embed_dim: int
+    flow_layers: int
+    learning_rate: float
+    fov_radius: float = 2.5
+    p_detect: float = 0.9
+    obs_sigma: float = 0.5
+    patrol_radius: float = 0.25  # fraction of the grid size (converted in `arena`)
+    patrol_period: int = 24
+    pf_multiplier: int = 10
+    gmm_components: int = 4
+    gmm_iters: int = 10
+    reference_samples: int = 512
+    eval_every: int = 2
+    sinkhorn_epsilon: float = 0.01
+    mmd_bandwidth: float = 0.1
+
+
+def check(cfg: Config) -> None:
+    """Cross-field checks the types cannot express (one line each)."""
+    names = ", ".join(sorted(cfg.dynamics))
+    for name in (cfg.held_in, *cfg.held_out):
+        if name not in cfg.dynamics:
+            raise ConfigError(f"nbf.held_in/held_out: '{name}' is not in dynamics ({names})")
+    if cfg.held_in in cfg.held_out:
+        raise ConfigError(f"nbf.held_out: '{cfg.held_in}' is the held-in dynamics")
+    if not cfg.evaders or min(cfg.evaders) < 1 or 1 not in cfg.evaders:
+        raise ConfigError(f"nbf.evaders: positive k values including 1, got {list(cfg.evaders)}")
+    if cfg.particles not in cfg.particle_grid:
+        raise ConfigError(f"nbf.particles: {cfg.particles} must be on particle_grid "
+                          f"{list(cfg.particle_grid)}")
+    if cfg.grid < 4 or cfg.horizon < cfg.eval_every:
+        raise ConfigError("nbf.grid: at least 4 cells and horizon >= eval_every")
+    if not 0 < cfg.p_detect <= 1:
+        raise ConfigError(f"nbf.p_detect: must lie in (0, 1], got {cfg.p_detect}")
+    if min(cfg.particle_grid) < cfg.gmm_components:
+        raise ConfigError("nbf.particle_grid: every N must be at least gmm_components")
+
+
+def _scenario(run: Run) -> tuple[int, str, int]:
+    from repro26.nbf import evaluate
+
+    key = (run.variant["evaders"], run.variant["dynamics"], run.variant["particles"])
+    allowed = evaluate.scenarios(run.cfg)
+    if key not in allowed:
+        raise UsageError("--variant: evaders,dynamics,particles must be a configured scenario: "
+                         + "; ".join(f"{k},{d},{n}" for k, d, n in allowed))
+    return key
+
+
+@stage()
+def data_stage(run: Run) -> None:
+    """Exact-belief pool (GDE training family) and the evaluation episodes of every scenario."""
+    from repro26.nbf import evaluate
+
+    check(run.cfg)
+    out = Path(run.out)
+    io.write_npz(out / "pool.npz", beliefs=evaluate.belief_pool(run.cfg))
+    arrays = {}
+    for k, dyn in dict.fromkeys((k, dyn) for k, dyn, _ in evaluate.scenarios(run.cfg)):
+        cells, obs = evaluate.simulate_episodes(run.cfg, dyn, k)
+        arrays[f"cells_{dyn}_k{k}"], arrays[f"obs_{dyn}_k{k}"] = cells, obs
+    io.write_npz(out / "episodes.npz", compressed=True, **arrays)
+    io.write_json(out / "manifest.json", {"scenarios": evaluate.scenarios(run.cfg),
+                                          "meta": run.meta()})
+
+
+@stage({"evaders": int})
+def train_stage(run: Run) -> None:
+    """Train the GDEs of dimension 2k for every seed (vmapped); write models and loss curve."""
+    import equinox as eqx
+    import numpy as np
+
+    from repro26.nbf import train
+
+    check(run.cfg)
+    k = run.variant["evaders"]
+    if k not in run.cfg.evaders:
+        raise UsageError(f"--variant evaders: {k} is not in evaders {list(run.cfg.evaders)}")
+    with np.load(run.input("pool.npz")) as f:
+        pool = f["beliefs"]
+    out = Path(run.out)
+    models, history = train.train_gdes(run.cfg, pool, k, checkpoint=out.with_suffix(".ckpt"),
+                                       progress=run.progress)
+    with io.atomic_path(out) as tmp:
+        eqx.tree_serialise_leaves(tmp, models)
+    nll = np.asarray(history["nll"])  # (steps, seeds)
+    rows = [{"evaders": k, "dim": 2 * k, "seed": s, "step": i + 1, "nll": float(nll[i, j])}
+            for i in range(0, len(nll), max(1, len(nll) // 50)) for j, s in
+            enumerate(run.cfg.seeds)]
+    io.write_table(out.with_suffix(".csv"), rows, run.meta())
+
+
+@stage({"evaders": int, "dynamics": str, "particles": int})
+def filter_stage(run: Run) -> None:
+    """Every filter on one scenario's episodes (all seeds): per-step and per-seed tables."""
+    import equinox as eqx
+    import numpy as np
+
+    from repro26.nbf import evaluate, train
+
+    check(run.cfg)
+    k, dyn, n = _scenario(run)
+    like = train.make_models(run.cfg, k, run.cfg.seeds)
+    models = eqx.tree_deserialise_leaves(run.input(f"gde_k{k}.eqx"), like)
+    with np.load(run.input("episodes.npz")) as f:
+        cells, obs = f[f"cells_{dyn}_k{k}"], f[f"obs_{dyn}_k{k}"]
+    per_step, summary = evaluate.run_scenario(run.cfg, models, cells, obs, k, dyn, n)
+    out = Path(run.out)
+    io.write_table(out, summary, run.meta())
+    io.write_table(out.with_name(out.stem + "_steps.csv"), per_step, run.meta())
+
+
+@stage()
+def evaluate_stage(run: Run) -> None:
+    """Gather the scenario tables into tables/filtering.csv, tables/steps.csv and the GDE
+    training curves into tables/training.csv."""
+    from repro26.core import tables
+
+    groups = {"filtering.csv": [], "steps.csv": [], "training.csv": []}
+    for path in run.inputs:
+        name = ("training.csv" if path.parent.name == "models" else
+                "steps.csv" if path.stem.endswith("_steps") else "filtering.csv")
+        groups[name].append(tables.read(path))
+    if not groups["filtering.csv"]:
+        raise UsageError("--input: the evaluate stage needs the filter tables")
+    out = Path(run.out)
+    for name, parts in groups.items():
+        io.write_table(out / name, tables.concat(parts) if parts else {}, run.meta())
+
+
+STAGES = {
+    "data": data_stage,
+    "train": train_stage,
+    "filter": filter_stage,
+    "evaluate": evaluate_stage,
+}

@@ -1,0 +1,116 @@
+"""The Generative Distribution Embedding (GDE) of NBF: a permutation-invariant set encoder
+E(S) = rho(mean_i phi(s_i)) and a conditional RealNVP flow g(x | z) on the box [0, 1]^d.
+
+Density of the flow: x in (0, 1)^d is mapped to u = logit(a + (1 - 2a) x) and then through
+affine couplings f_L ∘ ... ∘ f_1 to e ~ N(0, I). With p = a + (1 - 2a) x,
+
+    log g(x | z) = log N(e; 0, I) + sum_l log|det ∂f_l| + sum_i log((1 - 2a) / (p_i (1 - p_i))),
+
+so g integrates to one over [0, 1]^d (the logit is a bijection of (0, 1) onto R).
+Coupling l keeps the coordinates with mask m = 1 and updates the others:
+u' = m u + (1 - m) (u exp(s) + t), (s, t) = NN_l(m u, z), s = tanh(.) · scale_bound.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+LOGIT_MARGIN = 1e-3  # a in u = logit(a + (1 - 2a) x)
+SCALE_BOUND = 2.0
+
+
+def coupling_masks(dim: int, n_layers: int) -> tuple[tuple[float, ...], ...]:
+    """Alternate parity masks (row/col of each evader) and half masks (evaders against each
+    other) so that every coordinate is updated given every other one."""
+    masks = []
+    for layer in range(n_layers):
+        if (layer // 2) % 2 == 0 or dim == 2:
+            m = [(i + layer) % 2 for i in range(dim)]
+        else:
+            m = [(int(i < dim // 2) + layer) % 2 for i in range(dim)]
+        masks.append(tuple(float(v) for v in m))
+    return tuple(masks)
+
+
+class DeepSetEncoder(eqx.Module):
+    """E(S) = rho(mean_i phi(s_i)): invariant to the order of the particles."""
+
+    phi: eqx.nn.MLP
+    rho: eqx.nn.MLP
+
+    def __init__(self, dim: int, hidden: int, embed_dim: int, *, key):
+        k1, k2 = jax.random.split(key)
+        self.phi = eqx.nn.MLP(dim, hidden, hidden, 2, activation=jax.nn.gelu, key=k1)
+        self.rho = eqx.nn.MLP(hidden, embed_dim, hidden, 2, activation=jax.nn.gelu, key=k2)
+
+    def __call__(self, points: Float[Array, "n d"]) -> Float[Array, "z"]:
+        return self.rho(jnp.mean(jax.vmap(self.phi)(2.0 * points - 1.0), 0))
+
+
+class ConditionalRealNVP(eqx.Module):
+    """Affine-coupling flow on [0, 1]^d conditioned on an embedding z."""
+
+    nets: tuple[eqx.nn.MLP, ...]
+    masks: tuple[tuple[float, ...], ...] = eqx.field(static=True)
+
+    def __init__(self, dim: int, embed_dim: int, hidden: int, n_layers: int, *, key):
+        keys = jax.random.split(key, n_layers)
+        nets = []
+        for k in keys:
+            net = eqx.nn.MLP(dim + embed_dim, 2 * dim, hidden, 2, activation=jax.nn.gelu, key=k)
+            # start at the identity map: zero last layer
+            last = net.layers[-1]
+            net = eqx.tree_at(lambda n: (n.layers[-1].weight, n.layers[-1].bias), net,
+                              (jnp.zeros_like(last.weight), jnp.zeros_like(last.bias)))
+            nets.append(net)
+        self.nets = tuple(nets)
+        self.masks = coupling_masks(dim, n_layers)
+
+    def _shift_scale(self, net, mask, u, z):
+        mask = jnp.asarray(mask)
+        out = net(jnp.concatenate([mask * u, z]))
+        s, t = jnp.split(out, 2)
+        return SCALE_BOUND * jnp.tanh(s / SCALE_BOUND) * (1 - mask), t * (1 - mask)
+
+    def log_prob(self, x: Float[Array, "d"], z: Float[Array, "z"]) -> Float[Array, ""]:
+        a = LOGIT_MARGIN
+        p = a + (1 - 2 * a) * jnp.clip(x, 0.0, 1.0)
+        u = jnp.log(p) - jnp.log1p(-p)
+        logdet = jnp.sum(jnp.log(1 - 2 * a) - jnp.log(p) - jnp.log1p(-p))
+        for net, mask in zip(self.nets, map(jnp.asarray, self.masks)):
+            s, t = self._shift_scale(net, mask, u, z)
+            u = mask * u + (1 - mask) * (u * jnp.exp(s) + t)
+            logdet = logdet + jnp.sum(s)
+        return jnp.sum(jax.scipy.stats.norm.logpdf(u)) + logdet
+
+    def sample(self, key, z: Float[Array, "z"], n: int) -> Float[Array, "n d"]:
+        e = jax.random.normal(key, (n, len(self.masks[0])))
+
+        def invert(u):
+            for net, mask in zip(reversed(self.nets), map(jnp.asarray, self.masks[::-1])):
+                s, t = self._shift_scale(net, mask, u, z)
+                u = mask * u + (1 - mask) * (u - t) * jnp.exp(-s)
+            p = jax.nn.sigmoid(u)
+            return jnp.clip((p - LOGIT_MARGIN) / (1 - 2 * LOGIT_MARGIN), 0.0, 1.0 - 1e-6)
+
+        return jax.vmap(invert)(e)
+
+
+class GDE(eqx.Module):
+    """Generative distribution embedding: encoder E and conditional generator g(. | z)."""
+
+    encoder: DeepSetEncoder
+    flow: ConditionalRealNVP
+
+    def __init__(self, dim: int, hidden: int, embed_dim: int, n_layers: int, *, key):
+        k1, k2 = jax.random.split(key)
+        self.encoder = DeepSetEncoder(dim, hidden, embed_dim, key=k1)
+        self.flow = ConditionalRealNVP(dim, embed_dim, hidden, n_layers, key=k2)
+
+    def log_prob(self, x: Float[Array, "m d"], points: Float[Array, "n d"]) -> Float[Array, "m"]:
+        """log g(x_j | E(points)) for every row x_j."""
+        z = self.encoder(points)
+        return jax.vmap(lambda xi: self.flow.log_prob(xi, z))(x)

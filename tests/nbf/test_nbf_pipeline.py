@@ -1,0 +1,79 @@
+"""nbf end to end at smoke scale (stage functions in a tmp dir) and bad input handling."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from repro26.core.cli import main, resolve_run_config, run_stage
+from repro26.core.config import ConfigError, UsageError
+from repro26.nbf import cli, evaluate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _smoke():
+    return resolve_run_config(cli, "nbf", ROOT / "config" / "config.yaml", "smoke")
+
+
+@pytest.mark.slow
+def test_smoke_end_to_end(tmp_path):
+    scale, cfg, _ = _smoke()
+
+    def run(stage, out, inputs=(), variant=None, name=None):
+        run_stage("nbf", stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
+                  inputs=inputs, progress=False)
+
+    data = tmp_path / "data"
+    run("data", data)
+    curves, runs = [], []
+    for k in cfg.evaders:
+        run("train", tmp_path / "models" / f"gde_k{k}.eqx", [data / "pool.npz"], f"evaders={k}")
+        curves.append(tmp_path / "models" / f"gde_k{k}.csv")
+    for k, dyn, n in evaluate.scenarios(cfg):
+        path = tmp_path / "runs" / f"k{k}_{dyn}_n{n}.csv"
+        run("filter", path, [tmp_path / "models" / f"gde_k{k}.eqx", data / "episodes.npz"],
+            f"evaders={k},dynamics={dyn},particles={n}")
+        runs += [path, path.with_name(path.stem + "_steps.csv")]
+    run("evaluate", tmp_path / "tables", runs + curves)
+    tables = tmp_path / "tables"
+    header = (tables / "filtering.csv").read_text()
+    assert all(f in header for f in evaluate.FILTERS)
+    inputs = [tables / "filtering.csv", tables / "steps.csv", tables / "training.csv"]
+    for fig in ("tracking_over_time", "error_vs_dim", "zero_shot", "error_vs_n",
+                "training_curves"):
+        run("figure", tmp_path / "figures" / f"{fig}.png", inputs, name=fig)
+        assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
+    run("claims", tmp_path / "claims.json", inputs)
+    result = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["id"] for c in result["claims"]] == ["multimodal_tracking", "dimension_scaling",
+                                                   "zero_shot"]
+    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in result["claims"])
+
+
+def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "config.yaml"
+    text = (ROOT / "config" / "methods" / "nbf.yaml").read_text().replace(
+        "held_in: walk", "held_in: sprint")
+    bad.write_text("scale: smoke\n" + text)
+    assert main(["nbf", "data", "--config", str(bad), "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "held_in" in err[0]
+
+
+@pytest.mark.parametrize("variant", ["evaders=1", "evaders=1,dynamics=walk,particles=7",
+                                     "evaders=9,dynamics=walk,particles=32",
+                                     "evaders=1,dynamics=nope,particles=32"])
+def test_filter_variant_must_be_a_configured_scenario(tmp_path, variant):
+    scale, cfg, _ = _smoke()
+    with pytest.raises(UsageError, match="--variant"):
+        run_stage("nbf", "filter", cfg=cfg, scale=scale, out=tmp_path / "x.csv",
+                  variant=variant, progress=False)
+
+
+def test_particles_off_grid_is_a_config_error(tmp_path):
+    scale, cfg, _ = _smoke()
+    with pytest.raises(ConfigError, match="particles"):
+        run_stage("nbf", "data", cfg=dataclasses.replace(cfg, particles=999), scale=scale,
+                  out=tmp_path, progress=False)
