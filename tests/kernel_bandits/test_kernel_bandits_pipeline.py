@@ -1,5 +1,5 @@
-"""kernel_bandits end to end at smoke scale (stage functions in-process), every algorithm against
-every adversary, and one-line errors for bad config and bad CLI input."""
+"""kernel_bandits end to end at smoke scale (stages through ``run_stage``, the CLI's path), every
+algorithm against every adversary, and one-line errors for bad config and bad CLI input."""
 
 import dataclasses
 import json
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from repro26.core import io
-from repro26.core.cli import Run, main, resolve_run_config
-from repro26.core.config import ConfigError
+from repro26.core.cli import main, resolve_run_config, run_stage
+from repro26.core.config import ConfigError, UsageError, as_dict, config_hash, deep_merge
 from repro26.kernel_bandits import cli, train
 from repro26.kernel_bandits.data import make_problem
 
@@ -24,10 +24,9 @@ def smoke_cfg():
     return cfg
 
 
-def _run(cfg, stage, out, variant=None, inputs=()):
-    run = Run("kernel_bandits", stage, "smoke", cfg, "test", Path(out), None, variant,
-              tuple(Path(p) for p in inputs), progress=False)
-    cli.STAGES[stage](run)
+def _run(cfg, stage, out, variant=None, inputs=(), name=None):
+    run_stage("kernel_bandits", stage, name=name, cfg=cfg, scale="smoke", out=out, variant=variant,
+              inputs=inputs, progress=False)
     return Path(out)
 
 
@@ -100,13 +99,14 @@ def test_smoke_pipeline_end_to_end(smoke_cfg, tmp_path):
     np.testing.assert_allclose(table["ratio"], table["regret"] / table["sqrt_T_gamma"], rtol=1e-6)
     for name, inputs in [("regret_vs_t", [scaling]), ("ratio_vs_t", [scaling]), ("nystrom", [fixed_table, timing]),
                          ("arms", [fixed_table]), ("info_gain", [gamma])]:
-        png = _run(cfg, f"figure_{name}", tmp_path / "figures" / f"{name}.png", inputs=inputs)
+        png = _run(cfg, "figure", tmp_path / "figures" / f"{name}.png", inputs=inputs, name=name)
         assert png.stat().st_size > 1000 and png.with_suffix(".pdf").is_file()
+        assert png.with_suffix(".rst").read_text().strip()
     claims = json.loads(_run(cfg, "claims", tmp_path / "claims.json",
                              inputs=[scaling, fixed_table, timing]).read_text())
     assert [c["id"] for c in claims["claims"]] == ["regret_rate", "gp_ucb_linear", "nystrom_matches_exact"]
-    assert all(isinstance(c["holds"], bool) for c in claims["claims"])
-    assert claims["meta"]["config_hash"] == "test"
+    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
+    assert claims["meta"]["config_hash"] == config_hash(as_dict(cfg))
 
 
 @pytest.mark.parametrize(("override", "message"), [
@@ -119,7 +119,7 @@ def test_bad_config_is_one_line(override, message, tmp_path):
     import yaml
 
     section = yaml.safe_load((REPO / "config/methods/kernel_bandits.yaml").read_text())
-    section["kernel_bandits"]["smoke"].update(override)
+    section["kernel_bandits"]["smoke"] = deep_merge(section["kernel_bandits"]["smoke"], override)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump({"scale": "smoke", **section}))
     with pytest.raises(ConfigError, match=message) as err:
@@ -134,3 +134,11 @@ def test_cli_bad_variant_exits_2(capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "algo" in err[0]
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("variant", ["kernel=matern32", "kernel=rbf,grid=12", "kernel=matern32,grid=x",
+                                     "matern32:12", "kernel=matern32,grid=0"])
+def test_data_variant_is_typed(tmp_path, variant):
+    with pytest.raises(UsageError, match="--variant"):
+        run_stage("kernel_bandits", "data", config=REPO / "config/config.yaml", scale="smoke",
+                  out=tmp_path / "x.npz", variant=variant, progress=False)

@@ -1,11 +1,9 @@
 # kernel_bandits (issue 3): adversarial kernelized bandits by exponential weights, with Nyström.
 # data -> tune (per adversary) -> simulate (one job per algorithm x adversary [x kernel | x arms],
-# all seeds vmapped inside the job, every horizon T in it) -> evaluate -> one rule per figure -> claims.
+# all seeds vmapped inside the job, every horizon T in it) -> evaluate; figures, claims and the
+# `kernel_bandits` target come from workflow/rules/protocol.smk.
 KB = "kernel_bandits"
 KB_CFG = method_config(KB)
-KB_FIGURE_NAMES = ["regret_vs_t", "ratio_vs_t", "nystrom", "arms", "info_gain"]
-KB_FIGURES = [out(KB, "figures", f"{name}.png") for name in KB_FIGURE_NAMES]
-METHOD_FIGURES[KB] = KB_FIGURES
 
 
 # (kernel, adversary, algo) of experiments 1 (main kernel, every algorithm) and 2 (other kernels).
@@ -52,6 +50,8 @@ rule kernel_bandits_data:
         gamma=out(KB, "data", "{kb_kernel}_n{grid}.gamma.csv"),
     log:
         log_path(KB, "data_{kb_kernel}_n{grid}"),
+    benchmark:
+        bench_path(KB, "data_{kb_kernel}_n{grid}")
     wildcard_constraints:
         grid=r"\d+",
     threads: THREADS
@@ -59,7 +59,6 @@ rule kernel_bandits_data:
         ENV
     shell:
         stage(KB, "data", "--variant kernel={wildcards.kb_kernel},grid={wildcards.grid} --out {output.npz}")
-        + " > {log} 2>&1"
 
 
 rule kernel_bandits_tune:
@@ -71,6 +70,8 @@ rule kernel_bandits_tune:
         out(KB, "tune", "{kb_adversary}.csv"),
     log:
         log_path(KB, "tune_{kb_adversary}"),
+    benchmark:
+        bench_path(KB, "tune_{kb_adversary}")
     threads: THREADS
     resources:
         **train_resources(),
@@ -78,7 +79,6 @@ rule kernel_bandits_tune:
         ENV
     shell:
         stage(KB, "tune", "--variant adversary={wildcards.kb_adversary} --input {input.data} --out {output}")
-        + " > {log} 2>&1"
 
 
 rule kernel_bandits_simulate_scaling:
@@ -95,6 +95,8 @@ rule kernel_bandits_simulate_scaling:
         out(KB, "runs", "scaling", "{kernel}", "{adversary}", "{algo}.csv"),
     log:
         log_path(KB, "simulate_{kernel}_{adversary}_{algo}"),
+    benchmark:
+        bench_path(KB, "simulate_{kernel}_{adversary}_{algo}")
     params:
         grid=KB_CFG["grid"],
         study="scaling",
@@ -114,7 +116,6 @@ rule kernel_bandits_simulate_scaling:
             "--variant algo={wildcards.algo},adversary={wildcards.adversary},kernel={wildcards.kernel},"
             "grid={params.grid},study={params.study} --input {input} --out {output}",
         )
-        + " > {log} 2>&1"
 
 
 rule kernel_bandits_simulate_fixed:
@@ -131,6 +132,8 @@ rule kernel_bandits_simulate_fixed:
         out(KB, "runs", "fixed", "n{grid}", "{algo}.csv"),
     log:
         log_path(KB, "simulate_fixed_n{grid}_{algo}"),
+    benchmark:
+        bench_path(KB, "simulate_fixed_n{grid}_{algo}")
     params:
         kernel=KB_CFG["kernel"],
         adversary=KB_CFG["fixed_adversary"],
@@ -150,7 +153,6 @@ rule kernel_bandits_simulate_fixed:
             "--variant algo={wildcards.algo},adversary={params.adversary},kernel={params.kernel},"
             "grid={wildcards.grid},study={params.study} --input {input} --out {output}",
         )
-        + " > {log} 2>&1"
 
 
 rule kernel_bandits_timing:
@@ -162,13 +164,15 @@ rule kernel_bandits_timing:
         out(KB, "timing.csv"),
     log:
         log_path(KB, "timing"),
+    benchmark:
+        bench_path(KB, "timing")
     threads: THREADS
     resources:
         **train_resources(),
     conda:
         ENV
     shell:
-        stage(KB, "timing", "--input {input.data} --out {output}") + " > {log} 2>&1"
+        stage(KB, "timing", "--input {input.data} --out {output}")
 
 
 rule kernel_bandits_evaluate_scaling:
@@ -181,11 +185,13 @@ rule kernel_bandits_evaluate_scaling:
         out(KB, "scaling.csv"),
     log:
         log_path(KB, "evaluate_scaling"),
+    benchmark:
+        bench_path(KB, "evaluate_scaling")
     threads: 1
     conda:
         ENV
     shell:
-        stage(KB, "evaluate_scaling", "--input {input.runs} {input.gamma} --out {output}") + " > {log} 2>&1"
+        stage(KB, "evaluate_scaling", "--input {input.runs} {input.gamma} --out {output}")
 
 
 rule kernel_bandits_evaluate_fixed:
@@ -197,135 +203,10 @@ rule kernel_bandits_evaluate_fixed:
         out(KB, "fixed.csv"),
     log:
         log_path(KB, "evaluate_fixed"),
+    benchmark:
+        bench_path(KB, "evaluate_fixed")
     threads: 1
     conda:
         ENV
     shell:
-        stage(KB, "evaluate_fixed", "--input {input.runs} --out {output}") + " > {log} 2>&1"
-
-
-rule kernel_bandits_figure_regret_vs_t:
-    input:
-        cfg=out(KB, "config.json"),
-        table=out(KB, "scaling.csv"),
-    output:
-        png=report(
-            out(KB, "figures", "regret_vs_t.png"),
-            caption="../report/kernel_bandits/regret_vs_t.rst",
-            category=KB,
-        ),
-        pdf=out(KB, "figures", "regret_vs_t.pdf"),
-    log:
-        log_path(KB, "figure_regret_vs_t"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(KB, "figure_regret_vs_t", "--input {input.table} --out {output.png}") + " > {log} 2>&1"
-
-
-rule kernel_bandits_figure_ratio_vs_t:
-    input:
-        cfg=out(KB, "config.json"),
-        table=out(KB, "scaling.csv"),
-    output:
-        png=report(
-            out(KB, "figures", "ratio_vs_t.png"),
-            caption="../report/kernel_bandits/ratio_vs_t.rst",
-            category=KB,
-        ),
-        pdf=out(KB, "figures", "ratio_vs_t.pdf"),
-    log:
-        log_path(KB, "figure_ratio_vs_t"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(KB, "figure_ratio_vs_t", "--input {input.table} --out {output.png}") + " > {log} 2>&1"
-
-
-rule kernel_bandits_figure_nystrom:
-    input:
-        cfg=out(KB, "config.json"),
-        table=out(KB, "fixed.csv"),
-        timing=out(KB, "timing.csv"),
-    output:
-        png=report(
-            out(KB, "figures", "nystrom.png"),
-            caption="../report/kernel_bandits/nystrom.rst",
-            category=KB,
-        ),
-        pdf=out(KB, "figures", "nystrom.pdf"),
-    log:
-        log_path(KB, "figure_nystrom"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(KB, "figure_nystrom", "--input {input.table} {input.timing} --out {output.png}") + " > {log} 2>&1"
-
-
-rule kernel_bandits_figure_arms:
-    input:
-        cfg=out(KB, "config.json"),
-        table=out(KB, "fixed.csv"),
-    output:
-        png=report(
-            out(KB, "figures", "arms.png"),
-            caption="../report/kernel_bandits/arms.rst",
-            category=KB,
-        ),
-        pdf=out(KB, "figures", "arms.pdf"),
-    log:
-        log_path(KB, "figure_arms"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(KB, "figure_arms", "--input {input.table} --out {output.png}") + " > {log} 2>&1"
-
-
-rule kernel_bandits_figure_info_gain:
-    input:
-        cfg=out(KB, "config.json"),
-        gamma=[KB_GAMMA.format(kernel=k, grid=KB_CFG["grid"]) for k in KB_CFG["gamma_kernels"]],
-    output:
-        png=report(
-            out(KB, "figures", "info_gain.png"),
-            caption="../report/kernel_bandits/info_gain.rst",
-            category=KB,
-        ),
-        pdf=out(KB, "figures", "info_gain.pdf"),
-    log:
-        log_path(KB, "figure_info_gain"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(KB, "figure_info_gain", "--input {input.gamma} --out {output.png}") + " > {log} 2>&1"
-
-
-rule kernel_bandits_claims:
-    """The three claims of issue 3, with measured numbers and the held / did-not-hold verdict."""
-    input:
-        cfg=out(KB, "config.json"),
-        scaling=out(KB, "scaling.csv"),
-        fixed=out(KB, "fixed.csv"),
-        timing=out(KB, "timing.csv"),
-    output:
-        claims_path(KB),
-    log:
-        log_path(KB, "claims"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(KB, "claims", "--input {input.scaling} {input.fixed} {input.timing} --out {output}")
-        + " > {log} 2>&1"
-
-
-rule kernel_bandits:
-    """Everything of kernel_bandits: figures and claims."""
-    input:
-        KB_FIGURES,
-        claims_path(KB),
+        stage(KB, "evaluate_fixed", "--input {input.runs} --out {output}")

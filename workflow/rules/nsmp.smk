@@ -1,7 +1,7 @@
 # NSMP (paper 12): nerve-skeleton message passing vs consensus ADMM / FedAvg / FedProx.
 # Jobs: one per case (data: problems, nerve skeleton, spanning tree, schedule), one per case
-# (centralised optimum), one per case x method (all seeds and the method's grid vmapped),
-# then evaluate -> figures -> claims.
+# (centralised optimum), one per case x method (all seeds and the method's grid vmapped), then
+# evaluate; figures, claims and the `nsmp` target come from workflow/rules/protocol.smk.
 NS = "nsmp"
 NS_CFG = method_config(NS)
 NS_CONVERGENCE = list(NS_CFG["cases"])
@@ -12,11 +12,6 @@ NS_ITERATIVE = ["nsmp", "admm", "fedavg", "fedprox"]
 NS_RUNS = [(case, m) for case in NS_CONVERGENCE for m in NS_ITERATIVE] + [
     (case, m) for case in NS_SCALING for m in ("nsmp", "admm")
 ]
-NS_FIGURES = [
-    out(NS, "figures", f"{name}.png")
-    for name in ("error_vs_rounds", "error_vs_floats", "messages_vs_clients")
-]
-METHOD_FIGURES[NS] = NS_FIGURES
 
 
 wildcard_constraints:
@@ -32,11 +27,13 @@ rule nsmp_data:
         out(NS, "data", "{ns_case}.npz"),
     log:
         log_path(NS, "data_{ns_case}"),
+    benchmark:
+        bench_path(NS, "data_{ns_case}")
     threads: THREADS
     conda:
         ENV
     shell:
-        stage(NS, "data", "--variant {wildcards.ns_case} --out {output}") + " > {log} 2>&1"
+        stage(NS, "data", "--variant case={wildcards.ns_case} --out {output}")
 
 
 rule nsmp_central:
@@ -48,14 +45,15 @@ rule nsmp_central:
         out(NS, "runs", "{ns_case}", "central.npz"),
     log:
         log_path(NS, "central_{ns_case}"),
+    benchmark:
+        bench_path(NS, "central_{ns_case}")
     threads: THREADS
     resources:
         **train_resources(),
     conda:
         ENV
     shell:
-        stage(NS, "central", "--variant {wildcards.ns_case} --input {input.data} --out {output}")
-        + " > {log} 2>&1"
+        stage(NS, "central", "--variant case={wildcards.ns_case} --input {input.data} --out {output}")
 
 
 rule nsmp_solve:
@@ -69,6 +67,8 @@ rule nsmp_solve:
         summary=out(NS, "runs", "{ns_case}", "{ns_method}_summary.csv"),
     log:
         log_path(NS, "{ns_method}_{ns_case}"),
+    benchmark:
+        bench_path(NS, "{ns_method}_{ns_case}")
     threads: THREADS
     resources:
         **train_resources(),
@@ -77,11 +77,10 @@ rule nsmp_solve:
     shell:
         stage(
             NS,
-            "{wildcards.ns_method}",
-            "--variant {wildcards.ns_case} --input {input.data} {input.central}"
-            " --out {output.curve} --no-progress",
+            "solve",
+            "--variant method={wildcards.ns_method},case={wildcards.ns_case}"
+            " --input {input.data} {input.central} --out {output.curve} --no-progress",
         )
-        + " > {log} 2>&1"
 
 
 rule nsmp_evaluate:
@@ -95,98 +94,10 @@ rule nsmp_evaluate:
         structure=out(NS, "structure.csv"),
     log:
         log_path(NS, "evaluate"),
+    benchmark:
+        bench_path(NS, "evaluate")
     threads: THREADS
     conda:
         ENV
     shell:
         stage(NS, "evaluate", "--input {input.summaries} {input.data} --out {output.evaluation}")
-        + " > {log} 2>&1"
-
-
-rule nsmp_figure_error_vs_rounds:
-    input:
-        cfg=out(NS, "config.json"),
-        evaluation=out(NS, "evaluation.csv"),
-        curves=[out(NS, "runs", c, f"{m}.csv") for c in NS_CONVERGENCE for m in NS_ITERATIVE],
-    output:
-        png=report(
-            out(NS, "figures", "error_vs_rounds.png"),
-            caption="../report/nsmp/error_vs_rounds.rst",
-            category=NS,
-        ),
-        pdf=out(NS, "figures", "error_vs_rounds.pdf"),
-    log:
-        log_path(NS, "figure_error_vs_rounds"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NS, "figure_error_vs_rounds", "--input {input.evaluation} {input.curves} --out {output.png}")
-        + " > {log} 2>&1"
-
-
-rule nsmp_figure_error_vs_floats:
-    input:
-        cfg=out(NS, "config.json"),
-        evaluation=out(NS, "evaluation.csv"),
-        curves=[out(NS, "runs", c, f"{m}.csv") for c in NS_CONVERGENCE for m in NS_ITERATIVE],
-    output:
-        png=report(
-            out(NS, "figures", "error_vs_floats.png"),
-            caption="../report/nsmp/error_vs_floats.rst",
-            category=NS,
-        ),
-        pdf=out(NS, "figures", "error_vs_floats.pdf"),
-    log:
-        log_path(NS, "figure_error_vs_floats"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NS, "figure_error_vs_floats", "--input {input.evaluation} {input.curves} --out {output.png}")
-        + " > {log} 2>&1"
-
-
-rule nsmp_figure_messages_vs_clients:
-    input:
-        cfg=out(NS, "config.json"),
-        evaluation=out(NS, "evaluation.csv"),
-    output:
-        png=report(
-            out(NS, "figures", "messages_vs_clients.png"),
-            caption="../report/nsmp/messages_vs_clients.rst",
-            category=NS,
-        ),
-        pdf=out(NS, "figures", "messages_vs_clients.pdf"),
-    log:
-        log_path(NS, "figure_messages_vs_clients"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NS, "figure_messages_vs_clients", "--input {input.evaluation} --out {output.png}")
-        + " > {log} 2>&1"
-
-
-rule nsmp_claims:
-    input:
-        cfg=out(NS, "config.json"),
-        evaluation=out(NS, "evaluation.csv"),
-        structure=out(NS, "structure.csv"),
-    output:
-        claims_path(NS),
-    log:
-        log_path(NS, "claims"),
-    threads: 1
-    conda:
-        ENV
-    shell:
-        stage(NS, "claims", "--input {input.evaluation} {input.structure} --out {output}")
-        + " > {log} 2>&1"
-
-
-rule nsmp:
-    """Everything of NSMP: figures and claims."""
-    input:
-        NS_FIGURES,
-        claims_path(NS),

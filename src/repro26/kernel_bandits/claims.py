@@ -15,45 +15,35 @@ import math
 
 import numpy as np
 
-from repro26.core import io
-from repro26.core.claims import Claim, write_claims
+from repro26.core import tables
+from repro26.core.claims import Claim
+from repro26.core.method import claim_set
 from repro26.core.stats import loglog_slope_over_seeds, mean_ci, summary
 
 PAPER = "kernelized bandits in an adversarial environment (NeurIPS 2026)"
 
 
-def _table_with(run, column: str) -> dict[str, np.ndarray]:
-    for path in run.inputs:
-        table = io.read_table(path)
-        if column in table:
-            return table
-    raise io.UsageError(f"--input: stage 'claims' needs a table with column '{column}'")
+def _slope(table, y_col: str, t_min: float = 0.0, **conditions) -> dict:
+    """Per-seed log-log slope of ``y_col`` in the horizon T ≥ ``t_min`` (rows matching
+    ``conditions``), summarised over seeds."""
+    xs, ys = tables.pivot(table, y_col, by="horizon", **conditions)
+    keep = xs >= t_min
+    return {**loglog_slope_over_seeds(xs[keep], ys[:, keep]), "horizons": xs[keep].tolist()}
 
 
-def _slope(table, mask, y_col: str, t_min: float = 0.0) -> dict:
-    mask = mask & (table["horizon"] >= t_min)
-    seeds = np.unique(table["seed"][mask])
-    xs = np.unique(table["horizon"][mask])
-    ys = np.array([[table[y_col][mask & (table["seed"] == s) & (table["horizon"] == x)][0] for x in xs]
-                   for s in seeds])
-    return {**loglog_slope_over_seeds(xs, ys), "horizons": xs.tolist()}
-
-
-def regret_rate(run, scaling) -> Claim:
-    cfg = run.cfg
-    ours = scaling["algo"] == "exp_weights"
+def regret_rate(cfg, scaling) -> Claim:
     t_max = max(cfg.horizons)
-    slopes = {a: _slope(scaling, ours & (scaling["kernel"] == cfg.kernel) & (scaling["adversary"] == a), "regret")
+    slopes = {a: _slope(scaling, "regret", algo="exp_weights", kernel=cfg.kernel, adversary=a)
               for a in cfg.adversaries}
     ratio_slopes = {}
     for kernel in cfg.kernels:
         for adversary in cfg.adversaries:
-            mask = ours & (scaling["kernel"] == kernel) & (scaling["adversary"] == adversary)
-            if mask.any():
-                ratio_slopes[f"{kernel}/{adversary}"] = _slope(scaling, mask, "ratio", t_max / 10)
-    tuned = scaling["algo"] == "exp_weights_tuned"
-    tuned_slopes = {a: _slope(scaling, tuned & (scaling["kernel"] == cfg.kernel) & (scaling["adversary"] == a),
-                              "regret") for a in cfg.adversaries if (tuned & (scaling["adversary"] == a)).any()}
+            if tables.where(scaling, algo="exp_weights", kernel=kernel, adversary=adversary).any():
+                ratio_slopes[f"{kernel}/{adversary}"] = _slope(
+                    scaling, "ratio", t_max / 10, algo="exp_weights", kernel=kernel, adversary=adversary)
+    tuned_slopes = {a: _slope(scaling, "regret", algo="exp_weights_tuned", kernel=cfg.kernel, adversary=a)
+                    for a in cfg.adversaries
+                    if tables.where(scaling, algo="exp_weights_tuned", adversary=a).any()}
     measured = {
         "regret_slope_by_adversary": slopes,
         "ratio_slope_last_decade": ratio_slopes,
@@ -74,14 +64,12 @@ def regret_rate(run, scaling) -> Claim:
     )
 
 
-def gp_ucb_linear(run, scaling) -> Claim:
-    cfg = run.cfg
-    mask = (scaling["algo"] == "gp_ucb") & (scaling["kernel"] == cfg.kernel) & (scaling["adversary"] == "adaptive")
-    ours = (scaling["algo"] == "exp_weights") & (scaling["kernel"] == cfg.kernel) & \
-        (scaling["adversary"] == "adaptive")
-    measured = {"gp_ucb_slope": _slope(scaling, mask, "regret")}
-    if ours.any():
-        measured["exp_weights_slope (reference)"] = _slope(scaling, ours, "regret")
+def gp_ucb_linear(cfg, scaling) -> Claim:
+    measured = {"gp_ucb_slope": _slope(scaling, "regret", algo="gp_ucb", kernel=cfg.kernel,
+                                       adversary="adaptive")}
+    if tables.where(scaling, algo="exp_weights", kernel=cfg.kernel, adversary="adaptive").any():
+        measured["exp_weights_slope (reference)"] = _slope(
+            scaling, "regret", algo="exp_weights", kernel=cfg.kernel, adversary="adaptive")
     return Claim.check(
         "gp_ucb_linear",
         "Stochastic GP bandit algorithms fail against an adaptive adversary: GP-UCB has linear regret.",
@@ -92,17 +80,15 @@ def gp_ucb_linear(run, scaling) -> Claim:
     )
 
 
-def nystrom_matches_exact(run, fixed, timing) -> Claim:
-    cfg = run.cfg
+def nystrom_matches_exact(cfg, fixed, timing) -> Claim:
     n_arms = cfg.nystrom.grid ** cfg.dim
     m_claim = min((m for m in cfg.nystrom.m if m >= math.sqrt(cfg.fixed_horizon)), default=max(cfg.nystrom.m))
-    here = fixed["n_arms"] == n_arms
-    exact = fixed["regret"][here & (fixed["sampler"] == "exact")]
-    t_exact = float(timing["seconds_per_round"][timing["sampler"] == "exact"][0])
+    exact = tables.per_seed(fixed, "regret", n_arms=n_arms, sampler="exact")
+    t_exact = float(tables.select(timing, sampler="exact")["seconds_per_round"][0])
     by_sampler = {}
     for sampler in cfg.nystrom.samplers:
-        regret = fixed["regret"][here & (fixed["sampler"] == sampler) & (fixed["m"] == m_claim)]
-        t_nys = float(timing["seconds_per_round"][(timing["sampler"] == sampler) & (timing["m"] == m_claim)][0])
+        regret = tables.per_seed(fixed, "regret", n_arms=n_arms, sampler=sampler, m=m_claim)
+        t_nys = float(tables.select(timing, sampler=sampler, m=m_claim)["seconds_per_round"][0])
         # Same seeds -> same adversary sequences: the per-seed ratio pairs them.
         by_sampler[sampler] = {
             "regret": summary(regret),
@@ -132,9 +118,10 @@ def nystrom_matches_exact(run, fixed, timing) -> Claim:
     )
 
 
-def write(run) -> None:
-    scaling = _table_with(run, "ratio")
-    fixed = _table_with(run, "sampler")
-    timing = _table_with(run, "seconds_per_round")
-    claims = [regret_rate(run, scaling), gp_ucb_linear(run, scaling), nystrom_matches_exact(run, fixed, timing)]
-    write_claims(run.out, "kernel_bandits", run.scale, list(run.cfg.seeds), claims, run.meta())
+@claim_set("scaling.csv", "fixed.csv", "timing.csv")
+def CLAIMS(run) -> list[Claim]:
+    scaling = tables.read(run.input("scaling.csv"))
+    fixed = tables.read(run.input("fixed.csv"))
+    timing = tables.read(run.input("timing.csv"))
+    return [regret_rate(run.cfg, scaling), gp_ucb_linear(run.cfg, scaling),
+            nystrom_matches_exact(run.cfg, fixed, timing)]

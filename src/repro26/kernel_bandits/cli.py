@@ -8,7 +8,8 @@ Stages (one Snakemake rule each; ``--variant`` takes ``key=value,...``):
                 one algorithm against one adversary, all seeds vmapped, every horizon -> csv
 * ``timing``    seconds per round, exact vs Nyström, back to back in one process -> csv
 * ``evaluate_scaling`` / ``evaluate_fixed``   tidy per-seed regret tables
-* ``figure_<name>`` for name in :data:`figures.FIGURES`, and ``claims``.
+
+The ``figure`` stages (``figures.FIGURES``) and ``claims`` (``claims.CLAIMS``) come from core.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Literal
 import numpy as np
 
 from repro26.core import io
+from repro26.core.cli import Run
 from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
 
 KernelName = Literal["matern12", "matern32", "matern52", "se"]
 AdversaryName = Literal["drift", "switch", "adaptive", "bump"]
@@ -39,15 +42,15 @@ def _positive(where: str, *values) -> None:
 class AdversaryConfig:
     """Reward sequences: f_t = background + peak; observations y_t = f_t(x_t) + noise·ξ."""
 
-    noise: float = 0.1
-    peak_height: float = 0.6
-    background_scale: float = 0.3
-    background_centres: int = 5
-    drift_period: int = 2000
-    drift_radius: float = 0.35
-    switch_period: int = 2000
-    adaptive_candidates: int = 2
-    bump_noise: float = 1.0
+    noise: float
+    peak_height: float
+    background_scale: float
+    background_centres: int
+    drift_period: int
+    drift_radius: float
+    switch_period: int
+    adaptive_candidates: int
+    bump_noise: float
 
     def __post_init__(self):
         if self.peak_height + self.background_scale > 1.0:
@@ -61,13 +64,13 @@ class AdversaryConfig:
 
 @dataclasses.dataclass(frozen=True)
 class LearnerConfig:
-    fw_iters: int = 200
-    gp_noise: float = 0.1
-    gp_delta: float = 0.1
-    gp_ts_samples: int = 16
-    tune_scales: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-    tune_seeds: tuple[int, ...] = (100, 101, 102)
-    tune_horizon: int = 2000
+    fw_iters: int
+    gp_noise: float
+    gp_delta: float
+    gp_ts_samples: int
+    tune_scales: tuple[float, ...]
+    tune_seeds: tuple[int, ...]
+    tune_horizon: int
 
     def __post_init__(self):
         _positive("learner", self.fw_iters, self.gp_noise, self.gp_delta, self.gp_ts_samples, self.tune_horizon,
@@ -80,44 +83,45 @@ class LearnerConfig:
 class NystromConfig:
     """Experiment 3: Nyström exp_weights with m inducing arms vs the exact learner."""
 
-    grid: int = 256
-    m: tuple[int, ...] = (8, 16, 32, 64, 128)
-    samplers: tuple[SamplerName, ...] = ("uniform", "leverage")
-    claim_sampler: SamplerName = "leverage"
-    timing_rounds: int = 200
-    timing_repeats: int = 3
+    grid: int
+    m: tuple[int, ...]
+    samplers: tuple[SamplerName, ...]
+    claim_sampler: SamplerName
+    timing_rounds: int
+    timing_repeats: int
 
 
 @dataclasses.dataclass(frozen=True)
 class ArmsConfig:
     """Experiment 4: regret against the number of arms."""
 
-    grids: tuple[int, ...] = (16, 32, 64, 128, 256)
-    algorithms: tuple[AlgorithmName, ...] = ("exp_weights", "exp3")
+    grids: tuple[int, ...]
+    algorithms: tuple[AlgorithmName, ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
+    """Every value is set by config/methods/kernel_bandits.yaml (common + the scale)."""
+
     seeds: tuple[int, ...]
-    dim: int = 1
-    grid: int = 64
-    kernel: KernelName = "matern32"
-    lengthscale: float = 0.2
-    kernels: tuple[KernelName, ...] = ("matern32", "matern52", "se")
-    gamma_kernels: tuple[KernelName, ...] = ("matern12", "matern32", "matern52", "se")
-    adversaries: tuple[AdversaryName, ...] = ("drift", "switch", "adaptive", "bump")
-    algorithms: tuple[AlgorithmName, ...] = ("exp_weights", "exp_weights_tuned", "exp3", "gp_ucb", "gp_ts",
-                                             "uniform")
-    horizons: tuple[int, ...] = (500, 1000, 2000, 5000, 10000, 20000)
-    fixed_horizon: int = 4000
-    fixed_adversary: AdversaryName = "drift"
-    gamma_noise: float = 1.0
-    chunk_size: int = 500
-    checkpoint_every: int = 5000
-    adversary: AdversaryConfig = dataclasses.field(default_factory=AdversaryConfig)
-    learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
-    nystrom: NystromConfig = dataclasses.field(default_factory=NystromConfig)
-    arms: ArmsConfig = dataclasses.field(default_factory=ArmsConfig)
+    dim: int
+    grid: int
+    kernel: KernelName
+    lengthscale: float
+    kernels: tuple[KernelName, ...]
+    gamma_kernels: tuple[KernelName, ...]
+    adversaries: tuple[AdversaryName, ...]
+    algorithms: tuple[AlgorithmName, ...]
+    horizons: tuple[int, ...]
+    fixed_horizon: int
+    fixed_adversary: AdversaryName
+    gamma_noise: float
+    chunk_size: int
+    checkpoint_every: int
+    adversary: AdversaryConfig
+    learner: LearnerConfig
+    nystrom: NystromConfig
+    arms: ArmsConfig
 
     def __post_init__(self):
         if not self.seeds:
@@ -146,33 +150,10 @@ class Config:
 # ----------------------------------------------------------------------------- stage helpers
 
 
-def parse_variant(run, required: tuple[str, ...]) -> dict[str, str]:
-    """``--variant a=1,b=2`` as a dict; every key in ``required``, nothing else."""
-    if not run.variant:
-        raise UsageError(f"--variant: stage '{run.stage}' needs {','.join(k + '=...' for k in required)}")
-    items = {}
-    for part in run.variant.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or key not in required:
-            raise UsageError(f"--variant: '{part}' is not allowed; stage '{run.stage}' takes "
-                             f"{', '.join(required)}")
-        items[key] = value
-    missing = [k for k in required if k not in items]
-    if missing:
-        raise UsageError(f"--variant: stage '{run.stage}' needs {missing[0]}=...")
-    return items
-
-
-def _int(value: str, name: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise UsageError(f"--variant {name}: expected a positive integer, got {value!r}")
-    return int(value)
-
-
-def _choice(value: str, name: str, allowed) -> str:
-    if value not in allowed:
-        raise UsageError(f"--variant {name}: {value!r} is not allowed; use one of {', '.join(allowed)}")
-    return value
+def _positive_grid(grid: int) -> int:
+    if grid < 1:
+        raise UsageError(f"--variant grid: expected a positive integer, got {grid}")
+    return grid
 
 
 def _load_problem(path: Path, kernel: str, lengthscale: float):
@@ -189,47 +170,8 @@ def gamma_rounds(cfg: Config) -> np.ndarray:
     return np.union1d(grid, [*cfg.horizons, cfg.fixed_horizon])
 
 
-# ----------------------------------------------------------------------------- stages
-
-
-def stage_data(run) -> None:
-    """Problem instance (arms, Gram, exact features) and greedy γ_t for one kernel and grid."""
-    from repro26.kernel_bandits import solvers
-    from repro26.kernel_bandits.data import make_problem
-
-    cfg: Config = run.cfg
-    v = parse_variant(run, ("kernel", "grid"))
-    kernel = _choice(v["kernel"], "kernel", ("matern12", "matern32", "matern52", "se"))
-    grid = _int(v["grid"], "grid")
-    problem = make_problem(cfg.dim, grid, kernel, cfg.lengthscale)
-    rounds = gamma_rounds(cfg)
-    gamma, _ = solvers.greedy_information_gain(problem.features, cfg.gamma_noise, int(rounds[-1]))
-    gamma = np.asarray(gamma)[rounds - 1]
-    meta = run.meta(kernel=kernel, grid=grid, n_arms=problem.n_arms)
-    io.write_npz(run.out, arms=np.asarray(problem.arms), gram=np.asarray(problem.gram),
-               features=np.asarray(problem.features), gamma_t=rounds, gamma=gamma)
-    io.write_table(gamma_table_path(run.out), {
-        "kernel": [kernel] * len(rounds), "n_arms": [problem.n_arms] * len(rounds),
-        "t": rounds, "gamma": gamma,
-    }, meta | {"gamma_noise": cfg.gamma_noise, "method": "greedy log-det"})
-
-
 def gamma_table_path(npz: Path) -> Path:
     return Path(npz).with_suffix(".gamma.csv")
-
-
-def stage_tune(run) -> None:
-    """Sweep the η scale of exp_weights on held-out seeds; the best mean regret wins."""
-    from repro26.kernel_bandits import train
-
-    cfg: Config = run.cfg
-    v = parse_variant(run, ("adversary",))
-    adversary = _choice(v["adversary"], "adversary", cfg.adversaries)
-    problem = _load_problem(run.input(".npz"), cfg.kernel, cfg.lengthscale)
-    regret = train.tune_eta_scale(problem, adversary, cfg, progress=run.progress)
-    rows = [{"adversary": adversary, "eta_scale": scale, "seed": seed, "regret": float(regret[i, j])}
-            for i, scale in enumerate(cfg.learner.tune_scales) for j, seed in enumerate(cfg.learner.tune_seeds)]
-    io.write_table(run.out, rows, run.meta(adversary=adversary, horizon=cfg.learner.tune_horizon))
 
 
 def best_eta_scale(tune_table: Path) -> float:
@@ -239,22 +181,63 @@ def best_eta_scale(tune_table: Path) -> float:
     return float(scales[int(np.argmin(means))])
 
 
-def stage_simulate(run) -> None:
+# ----------------------------------------------------------------------------- stages
+
+
+@stage({"kernel": KernelName, "grid": int})
+def data_stage(run: Run) -> None:
+    """Problem instance (arms, Gram, exact features) and greedy γ_t for one kernel and grid."""
+    from repro26.kernel_bandits import solvers
+    from repro26.kernel_bandits.data import make_problem
+
+    cfg: Config = run.cfg
+    kernel, grid = run.variant["kernel"], _positive_grid(run.variant["grid"])
+    problem = make_problem(cfg.dim, grid, kernel, cfg.lengthscale)
+    rounds = gamma_rounds(cfg)
+    gamma, _ = solvers.greedy_information_gain(problem.features, cfg.gamma_noise, int(rounds[-1]))
+    gamma = np.asarray(gamma)[rounds - 1]
+    meta = run.meta(kernel=kernel, grid=grid, n_arms=problem.n_arms)
+    io.write_npz(run.out, arms=np.asarray(problem.arms), gram=np.asarray(problem.gram),
+                 features=np.asarray(problem.features), gamma_t=rounds, gamma=gamma)
+    io.write_table(gamma_table_path(run.out), {
+        "kernel": [kernel] * len(rounds), "n_arms": [problem.n_arms] * len(rounds),
+        "t": rounds, "gamma": gamma,
+    }, meta | {"gamma_noise": cfg.gamma_noise, "method": "greedy log-det"})
+
+
+@stage({"adversary": AdversaryName})
+def tune_stage(run: Run) -> None:
+    """Sweep the η scale of exp_weights on held-out seeds; the best mean regret wins."""
+    from repro26.kernel_bandits import train
+
+    cfg: Config = run.cfg
+    adversary = run.variant["adversary"]
+    if adversary not in cfg.adversaries:
+        raise UsageError(f"--variant adversary: {adversary!r} is not allowed; use one of "
+                         f"{', '.join(cfg.adversaries)}")
+    problem = _load_problem(run.input(".npz"), cfg.kernel, cfg.lengthscale)
+    regret = train.tune_eta_scale(problem, adversary, cfg, progress=run.progress)
+    rows = [{"adversary": adversary, "eta_scale": scale, "seed": seed, "regret": float(regret[i, j])}
+            for i, scale in enumerate(cfg.learner.tune_scales) for j, seed in enumerate(cfg.learner.tune_seeds)]
+    io.write_table(run.out, rows, run.meta(adversary=adversary, horizon=cfg.learner.tune_horizon))
+
+
+@stage({"algo": str, "adversary": AdversaryName, "kernel": KernelName, "grid": int,
+        "study": Literal["scaling", "fixed"]})
+def simulate_stage(run: Run) -> None:
     """One algorithm against one adversary, every seed at once (vmapped), at every horizon."""
     from repro26.kernel_bandits import train
 
     cfg: Config = run.cfg
-    v = parse_variant(run, ("algo", "adversary", "kernel", "grid", "study"))
+    v = run.variant
     try:
         train.parse_algorithm(v["algo"])
     except ValueError as err:
         raise UsageError(f"--variant algo: {err}") from None
-    adversary = _choice(v["adversary"], "adversary", ("drift", "switch", "adaptive", "bump"))
-    kernel = _choice(v["kernel"], "kernel", ("matern12", "matern32", "matern52", "se"))
-    study = _choice(v["study"], "study", ("scaling", "fixed"))
-    grid = _int(v["grid"], "grid")
+    algo, adversary, kernel, study = v["algo"], v["adversary"], v["kernel"], v["study"]
+    grid = _positive_grid(v["grid"])
     horizons = list(cfg.horizons) if study == "scaling" else [cfg.fixed_horizon]
-    eta_scale = best_eta_scale(run.input(".csv")) if v["algo"] == "exp_weights_tuned" else 1.0
+    eta_scale = best_eta_scale(run.input(".csv")) if algo == "exp_weights_tuned" else 1.0
     problem = _load_problem(run.input(".npz"), kernel, cfg.lengthscale)
     if problem.n_arms != grid**cfg.dim:
         raise UsageError(f"--input: {run.input('.npz')} has {problem.n_arms} arms, grid={grid} needs "
@@ -263,18 +246,18 @@ def stage_simulate(run) -> None:
     rows = []
     ckpts = {h: Path(f"{run.out}.{run.cfg_hash}.T{h}.ckpt") for h in horizons}
     for horizon in horizons:
-        learners = train.build_learners(v["algo"], problem, horizon, seeds, cfg, eta_scale)
+        learners = train.build_learners(algo, problem, horizon, seeds, cfg, eta_scale)
         adversaries, bounds = train.build_adversaries(adversary, problem, horizon, seeds, cfg)
         curve = train.play(learners, adversaries, seeds, problem.n_arms, horizon,
                            chunk_size=cfg.chunk_size, checkpoint=ckpts[horizon],
                            checkpoint_every=cfg.checkpoint_every if horizon >= cfg.chunk_size else None,
-                           progress=run.progress, desc=f"{v['algo']} {adversary} T={horizon}")
+                           progress=run.progress, desc=f"{algo} {adversary} T={horizon}")
         eta = getattr(learners, "eta", None)
         gamma = getattr(learners, "gamma", None)
         for t in train.record_rounds(horizon):
             for j, seed in enumerate(seeds):
                 rows.append({
-                    "kernel": kernel, "adversary": adversary, "algo": v["algo"], "study": study,
+                    "kernel": kernel, "adversary": adversary, "algo": algo, "study": study,
                     "n_arms": problem.n_arms, "horizon": horizon, "seed": seed, "t": int(t),
                     "regret": float(curve[t - 1, j]),
                     "eta": float(np.asarray(eta)[j]) if eta is not None else float("nan"),
@@ -287,7 +270,8 @@ def stage_simulate(run) -> None:
         Path(f"{ckpt}.history.npz").unlink(missing_ok=True)
 
 
-def stage_timing(run) -> None:
+@stage()
+def timing_stage(run: Run) -> None:
     """Seconds per round of exact and every Nyström exp_weights, measured back to back."""
     from repro26.kernel_bandits import train
 
@@ -307,43 +291,27 @@ def stage_timing(run) -> None:
     io.write_table(run.out, rows, run.meta(rounds=cfg.nystrom.timing_rounds, repeats=cfg.nystrom.timing_repeats))
 
 
-def stage_evaluate_scaling(run) -> None:
+@stage()
+def evaluate_scaling_stage(run: Run) -> None:
+    """Per-seed R_T, γ_T and R_T / √(T γ_T) of experiments 1-2 (runs and γ tables in)."""
     from repro26.kernel_bandits import evaluate
 
     evaluate.scaling_table(run)
 
 
-def stage_evaluate_fixed(run) -> None:
+@stage()
+def evaluate_fixed_stage(run: Run) -> None:
+    """Per-seed regret at the fixed horizon of experiments 3-4."""
     from repro26.kernel_bandits import evaluate
 
     evaluate.fixed_table(run)
 
 
-def stage_claims(run) -> None:
-    from repro26.kernel_bandits import claims
-
-    claims.write(run)
-
-
-def _figure_stage(name: str):
-    def stage(run) -> None:
-        from repro26.kernel_bandits import figures
-
-        figures.FIGURES[name](run)
-
-    stage.__name__ = f"stage_figure_{name}"
-    return stage
-
-
-FIGURE_NAMES: tuple[str, ...] = ("regret_vs_t", "ratio_vs_t", "nystrom", "arms", "info_gain")
-
 STAGES = {
-    "data": stage_data,
-    "tune": stage_tune,
-    "simulate": stage_simulate,
-    "timing": stage_timing,
-    "evaluate_scaling": stage_evaluate_scaling,
-    "evaluate_fixed": stage_evaluate_fixed,
-    **{f"figure_{name}": _figure_stage(name) for name in FIGURE_NAMES},
-    "claims": stage_claims,
+    "data": data_stage,
+    "tune": tune_stage,
+    "simulate": simulate_stage,
+    "timing": timing_stage,
+    "evaluate_scaling": evaluate_scaling_stage,
+    "evaluate_fixed": evaluate_fixed_stage,
 }

@@ -17,18 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from repro26.core import io
-from repro26.core.claims import Claim, write_claims
+from repro26.core import tables
+from repro26.core.claims import Claim
+from repro26.core.method import claim_set
 from repro26.core.stats import summary
 from repro26.nsmp.data import QUADRATIC
 from repro26.nsmp.evaluate import numeric
-
-
-def _sel(ev, **kw):
-    mask = np.ones(ev["case"].size, bool)
-    for k, v in kw.items():
-        mask &= ev[k] == v
-    return mask
 
 
 def quadratic_claim(ev, st, cfg) -> Claim:
@@ -37,14 +31,14 @@ def quadratic_claim(ev, st, cfg) -> Claim:
     per_case = {}
     worst_err, msg_ok, min_admm = 0.0, True, np.inf
     for case in quad_cases:
-        nsmp = _sel(ev, case=case, method="nsmp")
-        admm = _sel(ev, case=case, method="admm")
+        nsmp = tables.where(ev, case=case, method="nsmp")
+        admm = tables.where(ev, case=case, method="admm")
         err = numeric(ev, "first_err")[nsmp]
         msgs = numeric(ev, "first_messages")[nsmp]
         n = numeric(ev, "n")[nsmp]
         reached = ev["reached"][admm].astype(bool)
         iters = np.where(reached, numeric(ev, "iters_to_tol")[admm], numeric(ev, "iters")[admm])
-        st_sel = st["case"] == case
+        st_sel = tables.where(st, case=case)
         worst_err = max(worst_err, float(err.max()))
         msg_ok &= bool(np.all(msgs == 2 * (n - 1)))
         min_admm = min(min_admm, float(iters.min()))
@@ -79,13 +73,13 @@ def convex_claim(ev, cfg) -> Claim:
     cases = [c for c in dict.fromkeys(ev["case"].tolist()) if str(c).split("-")[0] not in QUADRATIC]
     per_case, mins, nsmp_ok = {}, {"admm": np.inf, "fedavg": np.inf}, True
     for case in cases:
-        nsmp = _sel(ev, case=case, method="nsmp")
+        nsmp = tables.where(ev, case=case, method="nsmp")
         nsmp_floats = numeric(ev, "floats_to_tol")[nsmp]
         nsmp_ok &= bool(ev["reached"][nsmp].astype(bool).all())
         entry = {"nsmp_floats_to_tol": summary(nsmp_floats),
                  "nsmp_outer_rounds_to_tol": summary(numeric(ev, "iters_to_tol")[nsmp])}
         for base in ("admm", "fedavg", "fedprox"):
-            sel = _sel(ev, case=case, method=base)
+            sel = tables.where(ev, case=case, method=base)
             if not sel.any():
                 continue
             reached = ev["reached"][sel].astype(bool)
@@ -121,8 +115,8 @@ def convex_claim(ev, cfg) -> Claim:
     )
 
 
-def write(run) -> None:
-    ev = io.read_table(run.input("evaluation.csv"))
-    st = io.read_table(run.input("structure.csv"))
-    claims = [quadratic_claim(ev, st, run.cfg), convex_claim(ev, run.cfg)]
-    write_claims(run.out, "nsmp", run.scale, run.cfg.seeds, claims, run.meta())
+@claim_set("evaluation.csv", "structure.csv")
+def CLAIMS(run) -> list[Claim]:
+    ev = tables.read(run.input("evaluation.csv"))
+    st = tables.read(run.input("structure.csv"))
+    return [quadratic_claim(ev, st, run.cfg), convex_claim(ev, run.cfg)]

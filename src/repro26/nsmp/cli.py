@@ -1,25 +1,28 @@
-"""Stages of ``repro26 nsmp``: data -> central -> nsmp/admm/fedavg/fedprox -> evaluate -> figures, claims.
+"""Stages of ``repro26 nsmp``: data -> central -> solve (nsmp, admm, fedavg, fedprox) -> evaluate;
+the figures (``figures.FIGURES``) and claims (``claims.CLAIMS``) stages come from core.
 
-``--variant`` names the case, ``<problem>-<topology>[-n<clients>]`` (e.g. ``ridge-loopy``,
-``ridge-chain-n64``); every stage handles all seeds of a case at once.
+``--variant case=<problem>-<topology>[-n<clients>]`` (e.g. ``case=ridge-loopy``,
+``case=ridge-chain-n64``) names the case; every stage handles all seeds of a case at once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
 
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
 from repro26.nsmp import data as data_mod
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
+    """Every value is set by config/methods/nsmp.yaml (common + the scale)."""
+
     seeds: tuple[int, ...]
     # experiments
     cases: tuple[str, ...]  # convergence cases <problem>-<topology>, at n_clients
@@ -27,32 +30,32 @@ class Config:
     scaling_topologies: tuple[str, ...]  # ridge-<topology>-n<n> for n in scaling_n
     scaling_n: tuple[int, ...]
     # problem sizes
-    private_dim: int = 4
-    shared_min: int = 2
-    shared_max: int = 4
-    extra_edges: float = 0.25
-    rows_per_client: int = 30
-    ridge: float = 0.1
-    noise: float = 0.1
-    sensors_per_client: int = 4
-    sensor_radius: float = 0.6
-    anchor_fraction: float = 0.1
+    private_dim: int
+    shared_min: int
+    shared_max: int
+    extra_edges: float
+    rows_per_client: int
+    ridge: float
+    noise: float
+    sensors_per_client: int
+    sensor_radius: float
+    anchor_fraction: float
     # solvers
     # relative-error tolerance 10**tol_exponent (an integer: the config.json that Snakemake writes
     # prints 1e-6 as "1e-06", which the YAML loader reads back as a string)
-    tol_exponent: int = -6
-    precision: Literal["float32", "float64"] = "float64"
-    newton_rounds: int = 12
-    admm_rho: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0)
-    admm_local_steps: int = 3
-    admm_iters: int = 2000
-    fed_lr: tuple[float, ...] = (0.5, 1.0)
-    fed_local_steps: int = 5
-    fedprox_mu: tuple[float, ...] = (0.1, 1.0)
-    fed_iters: int = 2000
-    chunk_size: int = 500
-    far_fewer_factor: float = 10.0  # "far fewer floats": at least this ratio
-    many_rounds_factor: float = 10.0  # "many rounds": at least this times NSMP's two passes
+    tol_exponent: int
+    precision: Literal["float32", "float64"]
+    newton_rounds: int
+    admm_rho: tuple[float, ...]
+    admm_local_steps: int
+    admm_iters: int
+    fed_lr: tuple[float, ...]
+    fed_local_steps: int
+    fedprox_mu: tuple[float, ...]
+    fed_iters: int
+    chunk_size: int
+    far_fewer_factor: float  # "far fewer floats": at least this ratio
+    many_rounds_factor: float  # "many rounds": at least this times NSMP's two passes
 
     def __post_init__(self):
         where = "nsmp"
@@ -92,25 +95,18 @@ class Config:
         return data_mod.Sizes(**{f.name: getattr(self, f.name) for f in dataclasses.fields(data_mod.Sizes)})
 
 
-def convergence_cases(cfg: Config) -> list[str]:
-    return list(cfg.cases)
-
-
-def scaling_cases(cfg: Config) -> list[str]:
-    return [f"ridge-{t}-n{n}" for t in cfg.scaling_topologies for n in cfg.scaling_n]
-
-
 def _case(run: Run) -> str:
-    if run.variant is None:
-        raise UsageError(f"--variant: stage '{run.stage}' needs the case, e.g. ridge-chain")
+    """The ``case`` of ``--variant``, checked against the case grammar."""
+    case = run.variant["case"]
     try:
-        data_mod.parse_case(run.variant)
+        data_mod.parse_case(case)
     except ValueError as err:
-        raise UsageError(f"--variant: {err}") from None
-    return run.variant
+        raise UsageError(f"--variant case: {err}") from None
+    return case
 
 
-def stage_data(run: Run) -> None:
+@stage({"case": str})
+def data_stage(run: Run) -> None:
     """Problems of every seed, their nerve skeletons, spanning trees and schedules -> ``.npz``."""
     from repro26.nsmp import model, train
 
@@ -131,7 +127,8 @@ def stage_data(run: Run) -> None:
     train.save_case(run.out, model.pack(problems, schedules), info, problems[0].loss)
 
 
-def stage_central(run: Run) -> None:
+@stage({"case": str})
+def central_stage(run: Run) -> None:
     """The centralised optimum ``x*`` of every seed."""
     from repro26.core import io
     from repro26.nsmp import train
@@ -142,52 +139,35 @@ def stage_central(run: Run) -> None:
     io.write_npz(run.out, x_star=x_star)
 
 
-def _method_stage(method: str) -> Callable[[Run], None]:
-    def stage(run: Run) -> None:
-        import jax.numpy as jnp
+@stage({"method": Literal["nsmp", "admm", "fedavg", "fedprox"], "case": str})
+def solve_stage(run: Run) -> None:
+    """One method on one case, every seed and the method's hyper-parameter grid at once: the
+    error curve (``--out``) and its summary (``<out>_summary.csv``)."""
+    import jax.numpy as jnp
 
-        from repro26.nsmp import train
+    from repro26.nsmp import train
 
-        case = _case(run)
-        with train.precision(run.cfg):
-            inst, info = train.load_case(run.input(f"{case}.npz"), run.cfg)
-            with np.load(run.input("central.npz")) as z:
-                x_star = jnp.asarray(z["x_star"], inst.A.dtype)
-            train.run_method(method, case, inst, x_star, info, run.cfg, seeds=run.cfg.seeds,
-                             out=run.out, progress=run.progress, meta=run.meta())
-
-    stage.__doc__ = f"Run {method} on one case (all seeds, its hyper-parameter grid)."
-    return stage
+    case = _case(run)
+    with train.precision(run.cfg):
+        inst, info = train.load_case(run.input(f"{case}.npz"), run.cfg)
+        with np.load(run.input("central.npz")) as z:
+            x_star = jnp.asarray(z["x_star"], inst.A.dtype)
+        train.run_method(run.variant["method"], case, inst, x_star, info, run.cfg, seeds=run.cfg.seeds,
+                         out=run.out, progress=run.progress, meta=run.meta())
 
 
-def stage_evaluate(run: Run) -> None:
+@stage()
+def evaluate_stage(run: Run) -> None:
+    """Best grid point per case and method, cost to tol (``--out``) and schedule structure
+    (``structure.csv`` beside it)."""
     from repro26.nsmp import evaluate
 
     evaluate.evaluate(run.inputs, run.out, run.meta())
 
 
-def stage_figure(name: str) -> Callable[[Run], None]:
-    def stage(run: Run) -> None:
-        from repro26.nsmp import figures
-
-        getattr(figures, name)(run.inputs, run.out, run.cfg)
-
-    return stage
-
-
-def stage_claims(run: Run) -> None:
-    from repro26.nsmp import claims
-
-    claims.write(run)
-
-
-STAGES: dict[str, Callable[[Run], None]] = {
-    "data": stage_data,
-    "central": stage_central,
-    **{m: _method_stage(m) for m in ("nsmp", "admm", "fedavg", "fedprox")},
-    "evaluate": stage_evaluate,
-    "figure_error_vs_rounds": stage_figure("error_vs_rounds"),
-    "figure_error_vs_floats": stage_figure("error_vs_floats"),
-    "figure_messages_vs_clients": stage_figure("messages_vs_clients"),
-    "claims": stage_claims,
+STAGES = {
+    "data": data_stage,
+    "central": central_stage,
+    "solve": solve_stage,
+    "evaluate": evaluate_stage,
 }
