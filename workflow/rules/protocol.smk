@@ -25,8 +25,8 @@ rule figure:
     benchmark:
         f"{RESULTS}/{{method}}/benchmarks/figure_{{figure}}.tsv"
     wildcard_constraints:
-        method="|".join(PROTOCOL_METHODS) or "NO_METHOD_BUILT",
-        figure="|".join(sorted({f for m in PROTOCOL_METHODS for f in declared_figures(m)}))
+        method="|".join(BUILT_METHODS) or "NO_METHOD_BUILT",
+        figure="|".join(sorted({f for m in BUILT_METHODS for f in declared_figures(m)}))
         or "NO_FIGURE",
     threads: 1
     conda:
@@ -49,7 +49,7 @@ rule claims:
     benchmark:
         f"{RESULTS}/{{method}}/benchmarks/claims.tsv"
     wildcard_constraints:
-        method="|".join(PROTOCOL_METHODS) or "NO_METHOD_BUILT",
+        method="|".join(BUILT_METHODS) or "NO_METHOD_BUILT",
     threads: 1
     conda:
         ENV
@@ -59,7 +59,7 @@ rule claims:
 
 
 # `snakemake <method>`: everything of one method (its figures and claims).
-for _method in PROTOCOL_METHODS:
+for _method in BUILT_METHODS:
     METHOD_FIGURES[_method] = [
         out(_method, "figures", f"{name}.png") for name in declared_figures(_method)
     ]

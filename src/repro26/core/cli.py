@@ -51,7 +51,7 @@ class Run:
     cfg_hash: str
     out: Path
     seed: int | None = None
-    variant: Any = None  # dict of the stage's declared --variant keys
+    variant: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # declared --variant keys
     inputs: tuple[Path, ...] = ()
     progress: bool = True
 
@@ -62,10 +62,8 @@ class Run:
         job = {"method": self.method, "stage": self.stage, "scale": self.scale}
         if self.seed is not None:
             job["seed"] = self.seed
-        if isinstance(self.variant, Mapping) and self.variant:
+        if self.variant:
             job["variant"] = format_variant(**self.variant)
-        elif isinstance(self.variant, str):
-            job["variant"] = self.variant
         return run_metadata(self.cfg_hash, **job, **extra)
 
     @property
@@ -122,7 +120,7 @@ def resolve_run_config(method_module, method: str, config_path: Path, scale: str
 
 def _stages(method: str, module) -> dict[str, Stage]:
     """The method's own stages plus the two every method has: ``figure`` and ``claims``."""
-    stages = {name: s if isinstance(s, Stage) else Stage(s) for name, s in module.STAGES.items()}
+    stages = dict(module.STAGES)
     figures = method_figures(method)
     names = tuple(figures)
     stages["figure"] = Stage(_figure_stage, {"name": names} if names else {})
@@ -240,9 +238,7 @@ def run_stage(method: str, stage_name: str, *, name: str | None = None,
         variant = f"name={name}"
     elif name is not None:
         raise UsageError(f"stage '{stage_name}' takes no positional argument, got {name!r}")
-    # Stages declared with stage(...) get the parsed key=value dict; plain functions the text.
-    if isinstance(module.STAGES.get(stage_name), Stage) or stage_name in ("figure", "claims"):
-        variant = parse_variant(variant, st.variant, stage_name)
+    variant = parse_variant(variant, st.variant, stage_name)
     if st.seed and seed is None:
         raise UsageError(f"--seed: stage '{stage_name}' needs a seed")
     if cfg is None:
