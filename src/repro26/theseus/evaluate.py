@@ -1,0 +1,65 @@
+"""Final metrics of every trained model, read back from the jobs' checkpoints.
+
+For each task and model: test accuracy, NLL (nats per label; per character for text) and
+perplexity ``exp(NLL)`` per seed, the parameter count, and the linear CKA between each stage
+output and the guide's on the first ``cka_samples`` test inputs (the guide the model was aligned
+to: the untrained guide for ``not_untrained``, the trained one otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import numpy as np
+
+from repro26.core import io
+from repro26.core.config import UsageError
+from repro26.theseus import train
+from repro26.theseus.data import load_npz
+
+
+def _find(inputs: Sequence[Path], *tail: str) -> Path:
+    want = "/".join(tail)
+    for p in inputs:
+        if str(p).endswith(want):
+            return Path(p)
+    raise UsageError(f"--input: evaluate needs {want}")
+
+
+def n_params(net) -> int:
+    """Parameters of one seed's network."""
+    leaves = jax.tree_util.tree_leaves(eqx.filter(net, eqx.is_inexact_array))
+    return int(sum(leaf[0].size for leaf in leaves))
+
+
+def gather(cfg, inputs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
+    """``(final rows, stage rows)`` over every task and model."""
+    from repro26.theseus.cli import models_of
+
+    final, stage_rows = [], []
+    for task_name in train.TASKS:
+        task = train.make_task(cfg, task_name, load_npz(_find(inputs, f"{task_name}.npz")))
+        trained = io.load_checkpoint(_find(inputs, task_name, "guide.eqx"),
+                                     train.skeleton(task, "guide", cfg.seeds))[0]
+        untrained = train.stacked(task.make_guide, cfg.seeds, "guide")
+        for model in models_of(cfg, task_name):
+            net, _ = io.load_checkpoint(_find(inputs, task_name, f"{model}.eqx"),
+                                        train.skeleton(task, model, cfg.seeds))
+            metrics = train.evaluate(net, task)
+            reference = untrained if model == "not_untrained" else trained
+            cka = (train.layer_cka(net, reference, task, cfg.cka_samples)
+                   if model != "linear" else None)
+            size = n_params(net)
+            for i, seed in enumerate(cfg.seeds):
+                row = {"task": task_name, "model": model, "seed": seed, "params": size,
+                       **{k: float(v[i]) for k, v in metrics.items()},
+                       "aligned_to": "untrained_guide" if model == "not_untrained" else "guide"}
+                if cka is not None:
+                    row.update({f"cka_{j}": float(cka[i, j]) for j in range(cka.shape[1])})
+                final.append(row)
+            table = io.read_table(_find(inputs, task_name, f"{model}.csv"))
+            stage_rows.extend(dict(zip(table, vals)) for vals in zip(*table.values()))
+    return final, stage_rows

@@ -1,0 +1,96 @@
+"""Representational similarity, the alignment loss built on it, and the task losses.
+
+Linear CKA (Kornblith et al. 2019). For representations ``X`` (n x p) and ``Y`` (n x q) of the
+same n inputs, centre the columns (``H = I - 11^T/n``) and compare the centred Gram matrices
+``K = HXX^TH``, ``L = HYY^TH``::
+
+    CKA(X, Y) = <K, L>_F / (||K||_F ||L||_F) = ||Y_c^T X_c||_F^2 / (||X_c^T X_c||_F ||Y_c^T Y_c||_F)
+
+It lies in [0, 1], equals 1 for ``Y = a X Q + 1 b^T`` (Q orthogonal, a != 0) and does not need
+p = q. The second (feature-space) form costs O(n p q) and the first O(n^2 (p + q)): we use the
+cheaper one for the shapes at hand.
+
+Soft mutual nearest neighbours. The mutual k-NN score of Huh et al. (2024) counts how many of
+each point's nearest neighbours the two representations share; it is piecewise constant. Its
+smooth version here gives every point ``i`` a neighbour distribution over ``j != i`` in each
+representation, ``P_ij = softmax_j(cos(x_i, x_j) / tau)`` (and ``Q`` from ``Y``), and scores the
+mean Bhattacharyya overlap ``(1/n) sum_i sum_j sqrt(P_ij Q_ij)`` in [0, 1]: 1 iff the
+distributions agree, invariant to rotations and scalings as CKA is. As ``tau -> 0`` ``P_i`` tends
+to the indicator of the nearest neighbour and the score to the fraction of points whose nearest
+neighbour is the same in both representations (mutual 1-NN).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+Metric = Literal["cka", "mnn"]
+
+
+def _centre(x: Float[Array, "n p"]) -> Float[Array, "n p"]:
+    return x - x.mean(axis=0, keepdims=True)
+
+
+def linear_cka(x: Float[Array, "n p"], y: Float[Array, "n q"], eps: float = 1e-12) -> Float[Array, ""]:
+    """Linear CKA between two representations of the same n inputs (rows)."""
+    x, y = _centre(x.reshape(x.shape[0], -1)), _centre(y.reshape(y.shape[0], -1))
+    n, p, q = x.shape[0], x.shape[1], y.shape[1]
+    if n * n * (p + q) <= n * (p * q + p * p + q * q):
+        k, l_ = x @ x.T, y @ y.T
+        cross, kk, ll = jnp.sum(k * l_), jnp.sum(k * k), jnp.sum(l_ * l_)
+    else:
+        cross = jnp.sum((y.T @ x) ** 2)
+        kk, ll = jnp.sum((x.T @ x) ** 2), jnp.sum((y.T @ y) ** 2)
+    return cross / (jnp.sqrt(kk * ll) + eps)
+
+
+def _neighbour_distribution(x: Float[Array, "n p"], tau: float) -> Float[Array, "n n"]:
+    x = x.reshape(x.shape[0], -1)
+    x = x / (jnp.linalg.norm(x, axis=1, keepdims=True) + 1e-8)
+    sim = (x @ x.T) / tau
+    sim = jnp.where(jnp.eye(x.shape[0], dtype=bool), -jnp.inf, sim)
+    return jax.nn.softmax(sim, axis=1)
+
+
+def soft_mutual_nn(x: Float[Array, "n p"], y: Float[Array, "n q"], tau: float = 0.1) -> Float[Array, ""]:
+    """Mean Bhattacharyya overlap of the soft nearest-neighbour distributions (see above)."""
+    p, q = _neighbour_distribution(x, tau), _neighbour_distribution(y, tau)
+    return jnp.mean(jnp.sum(jnp.sqrt(p * q + 1e-20), axis=1))
+
+
+def similarity(metric: Metric, x: Array, y: Array, tau: float = 0.1) -> Float[Array, ""]:
+    """The configured representational similarity (1 = identical up to rotation and scale)."""
+    if metric == "cka":
+        return linear_cka(x, y)
+    if metric == "mnn":
+        return soft_mutual_nn(x, y, tau)
+    raise ValueError(f"unknown similarity metric {metric!r}")
+
+
+def alignment_loss(metric: Metric, pairs, tau: float = 0.1) -> Float[Array, ""]:
+    """``sum_j (1 - S(h_j, g_j))`` over the (converted, guide) representation pairs given."""
+    return sum(1.0 - similarity(metric, h, g, tau) for h, g in pairs)
+
+
+def feature_mse(pairs) -> Float[Array, ""]:
+    """``sum_j mean ||h_j - g_j||^2`` (FitNets-style feature distillation; same shapes)."""
+    return sum(jnp.mean(jnp.sum((h - g).reshape(h.shape[0], -1) ** 2, axis=1)) for h, g in pairs)
+
+
+def cross_entropy(logits: Float[Array, "n c"], labels: Int[Array, " n"]) -> Float[Array, ""]:
+    """Mean negative log-likelihood of the labels (nats)."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
+
+
+def distillation_kl(student: Float[Array, "n c"], teacher: Float[Array, "n c"],
+                    temperature: float) -> Float[Array, ""]:
+    """Hinton et al. (2015): ``T^2 KL(softmax(t/T) || softmax(s/T))``, mean over rows."""
+    pt = jax.nn.softmax(teacher / temperature, axis=-1)
+    kl = jnp.sum(pt * (jax.nn.log_softmax(teacher / temperature, -1)
+                       - jax.nn.log_softmax(student / temperature, -1)), axis=-1)
+    return temperature ** 2 * jnp.mean(kl)

@@ -1,0 +1,300 @@
+"""Training: the guide, the baselines and the Network-of-Theseus conversion, every seed at once.
+
+All seeds of one model train in one job: the network, optimiser state and PRNG stream are
+stacked along a leading seed axis and the step is ``vmap``-ed (one compile per network shape).
+Every run is ``repro26.core.train.run_loop`` (AdamW, warm-up then cosine decay, global-norm
+clipping), with a checkpoint so a killed job resumes.
+
+Models (budget B = ``stage_steps x K`` steps for every target, K = number of parts):
+
+* ``guide``: the guide architecture trained for ``guide_steps`` on the task loss;
+* ``linear``: the trivial baseline (softmax regression on pixels / a log-linear c-gram), B steps;
+* ``scratch``: the target architecture from random init, task loss, B steps;
+* ``kd``: scratch target trained on ``(1 - w) CE + w T^2 KL(guide || target at temperature T)``;
+* ``fmse``: scratch target trained on ``CE + w sum_j ||h_j - g_j||^2`` (every stage output
+  matched to the guide's, FitNets-style);
+* ``oneshot``: every part of the guide replaced by a fresh target part at once, then
+  ``CE + lambda sum_j (1 - S(h_j, g_j))`` for B steps;
+* ``not`` (Network of Theseus): for k = 0..K-1, replace part k by a fresh target part and train
+  the hybrid for ``stage_steps`` on ``CE + lambda sum_{j<=k} (1 - S(h_j, g_j))``, S = linear CKA;
+  ``not_mnn`` the same with the soft mutual-NN score; ``not_untrained`` with CKA towards an
+  *untrained* guide (random init of the guide architecture, never trained).
+
+``g_j`` are the frozen guide's stage outputs on the same batch. The whole hybrid is trained
+(new parts and the guide parts still in it), so later guide parts adapt to the new ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from repro26.core import io
+from repro26.core.train import init_train_state, optax_step, run_loop
+from repro26.theseus import losses
+from repro26.theseus import model as M
+
+TASKS: tuple[str, ...] = ("images", "text")
+MODELS: tuple[str, ...] = ("guide", "linear", "scratch", "kd", "fmse", "oneshot", "not",
+                           "not_mnn", "not_untrained")
+NEEDS_TRAINED_GUIDE = frozenset({"kd", "fmse", "oneshot", "not", "not_mnn"})
+CONVERSIONS = frozenset({"oneshot", "not", "not_mnn", "not_untrained"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One conversion's data and architectures. ``x``/``y`` are inputs and labels (text: the
+    window without its last / first character)."""
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    make_guide: Callable[[jax.Array], M.Network]
+    make_target: Callable[[jax.Array], M.Network]
+    make_linear: Callable[[jax.Array], M.Network]
+    train_cfg: Any
+
+
+def make_task(cfg, name: str, arrays: dict[str, np.ndarray]) -> Task:
+    if name == "images":
+        c = cfg.images
+        return Task(
+            name, arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"],
+            lambda k: M.make_cnn(k, c.canvas, c.channels),
+            lambda k: M.make_mlp(k, c.canvas, c.channels),
+            lambda k: M.make_image_linear(k, c.canvas), cfg.image_train)
+    t = cfg.text
+    vocab = int(arrays["vocab_size"])
+
+    def seq(mixer):
+        return lambda k: M.make_sequence_model(k, vocab, t.d_model, t.n_layers, t.n_heads,
+                                               t.mlp_ratio, mixer)
+
+    return Task(name, arrays["train"][:, :-1], arrays["train"][:, 1:], arrays["test"][:, :-1],
+                arrays["test"][:, 1:], seq("attention"), seq(t.rnn),
+                lambda k: M.make_text_linear(k, vocab, t.ngram_context), cfg.text_train)
+
+
+def init_key(seed: int, role: str) -> jax.Array:
+    """Initial parameters of seed ``seed`` for ``role`` (guide / target / linear): every model of
+    one seed starts from the same target init, and the untrained guide is the guide's init."""
+    return jax.random.fold_in(jax.random.PRNGKey(seed), ("guide", "target", "linear").index(role))
+
+
+def stacked(make: Callable[[jax.Array], M.Network], seeds, role: str) -> M.Network:
+    keys = jnp.stack([init_key(s, role) for s in seeds])
+    return eqx.filter_vmap(make)(keys)
+
+
+def n_parts(task: Task) -> int:
+    return M.n_parts(task.make_guide(jax.random.PRNGKey(0)))
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+def as_samples(h: jax.Array, part: str) -> jax.Array:
+    """Batch of stage outputs -> rows of samples: one row per image, or per token (text)."""
+    return h.reshape(-1, h.shape[-1]) if part == "mixer" else h.reshape(h.shape[0], -1)
+
+
+def make_loss(cfg, model: str, aligned: tuple[int, ...]):
+    """``loss(net, (x, y, guide)) -> (loss, terms)`` of ``model`` on a batch; ``aligned`` are the
+    stages whose outputs are pulled towards the guide's."""
+    metric = "mnn" if model == "not_mnn" else "cka"
+
+    def loss(net, x, y, guide):
+        logits = jax.vmap(net)(x)
+        ce = losses.cross_entropy(logits, y)
+        terms = {"ce": ce}
+        if model in CONVERSIONS or model == "fmse":
+            h, g = jax.vmap(net.features)(x), jax.vmap(guide.features)(x)
+            pairs = [(as_samples(h[j], net.part), jax.lax.stop_gradient(as_samples(g[j], net.part)))
+                     for j in aligned]
+            if model == "fmse":
+                terms["feature_mse"] = losses.feature_mse(pairs)
+                return ce + cfg.fmse_weight * terms["feature_mse"], terms
+            terms["align"] = losses.alignment_loss(metric, pairs, cfg.mnn_tau)
+            return ce + cfg.align_weight * terms["align"], terms
+        if model == "kd":
+            teacher = jax.lax.stop_gradient(jax.vmap(guide)(x))
+            v = logits.shape[-1]
+            terms["kd"] = losses.distillation_kl(logits.reshape(-1, v), teacher.reshape(-1, v),
+                                                 cfg.kd_temperature)
+            return (1 - cfg.kd_weight) * ce + cfg.kd_weight * terms["kd"], terms
+        return ce, terms
+
+    return loss
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def optimizer(tc, steps: int) -> optax.GradientTransformation:
+    schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, max(tc.warmup, 1),
+                                                  max(steps, tc.warmup + 1), tc.lr * 0.1)
+    return optax.chain(optax.clip_by_global_norm(tc.grad_clip),
+                       optax.adamw(schedule, weight_decay=tc.weight_decay))
+
+
+def fit(net: M.Network, guide: M.Network | None, task: Task, loss_fn, seeds, steps: int,
+        run_key: int, ckpt: Path | None, desc: str, progress: bool):
+    """Train the stacked ``net`` (one copy per seed) for ``steps`` on random minibatches."""
+    tc = task.train_cfg
+    opt = optimizer(tc, steps)
+    seed_ids = jnp.asarray(seeds)
+
+    def batch_loss(net, data, key):
+        x, y, g = data
+        idx = jax.random.randint(key, (tc.batch_size,), 0, x.shape[0])
+        return loss_fn(net, x[idx], y[idx], g)
+
+    one_step = optax_step(batch_loss, opt)
+
+    def step(state, data, key):
+        keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(seed_ids)
+        by_seed = eqx.if_array(0)
+        return eqx.filter_vmap(one_step, in_axes=(by_seed, (None, None, by_seed), 0))(state, data, keys)
+
+    state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(net)
+    data = (jnp.asarray(task.x_train), jnp.asarray(task.y_train), guide)
+    state, history = run_loop(step, state, data, key=jax.random.PRNGKey(run_key),
+                              num_steps=steps, chunk_size=tc.chunk_size, checkpoint_path=ckpt,
+                              checkpoint_every=tc.checkpoint_every, desc=desc, progress=progress)
+    return state.model, history
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def _eval_one(net: M.Network, x, y):
+    logits = jax.vmap(net)(x)
+    nll = losses.cross_entropy(logits, y)
+    acc = jnp.mean(jnp.argmax(logits, -1) == y)
+    return nll, acc
+
+
+@eqx.filter_jit
+def _eval_stacked(net, x, y):
+    return eqx.filter_vmap(_eval_one, in_axes=(eqx.if_array(0), None, None))(net, x, y)
+
+
+def evaluate(net: M.Network, task: Task) -> dict[str, np.ndarray]:
+    """Per-seed test metrics: ``nll`` (nats per label), ``accuracy`` and, for text, perplexity
+    ``exp(nll)`` per character."""
+    nll, acc = _eval_stacked(net, jnp.asarray(task.x_test), jnp.asarray(task.y_test))
+    out = {"nll": np.asarray(nll), "accuracy": np.asarray(acc)}
+    out["perplexity"] = np.exp(out["nll"])
+    return out
+
+
+@eqx.filter_jit
+def _layer_cka(net, guide, x):
+    def one(n, g):
+        h, gh = jax.vmap(n.features)(x), jax.vmap(g.features)(x)
+        return jnp.stack([losses.linear_cka(as_samples(a, n.part), as_samples(b, n.part))
+                          for a, b in zip(h, gh)])
+
+    return eqx.filter_vmap(one)(net, guide)
+
+
+def layer_cka(net: M.Network, guide: M.Network, task: Task, n: int) -> np.ndarray:
+    """``(seeds, K)``: linear CKA between each stage output of ``net`` and of ``guide`` on the
+    first ``n`` test inputs."""
+    return np.asarray(_layer_cka(net, guide, jnp.asarray(task.x_test[:n])))
+
+
+# ----------------------------------------------------------------------------- one job
+
+
+def train_model(cfg, task: Task, model: str, guide: M.Network | None, out: Path,
+                progress: bool) -> tuple[M.Network, list[dict]]:
+    """Train ``model`` for every seed; returns the stacked final network and the rows of the
+    "ship" curve (test metrics after every stage; one stage for non-conversions)."""
+    seeds, tc = cfg.seeds, task.train_cfg
+    K = n_parts(task)
+    budget = K * tc.stage_steps
+    ckpt = lambda tag: out.with_name(f"{out.stem}.{tag}.ckpt")  # noqa: E731
+    rows: list[dict] = []
+
+    def record(net, stage, steps, parts):
+        metrics = evaluate(net, task)
+        cka = (layer_cka(net, guide, task, cfg.cka_samples) if guide is not None and parts
+               else None)
+        for i, seed in enumerate(seeds):
+            row = {"task": task.name, "model": model, "seed": seed, "stage": stage,
+                   "parts_replaced": parts, "steps": steps,
+                   **{k: float(v[i]) for k, v in metrics.items()}}
+            if cka is not None:
+                row.update({f"cka_{j}": float(cka[i, j]) for j in range(cka.shape[1])})
+            rows.append(row)
+
+    if model == "guide":
+        net, _ = fit(stacked(task.make_guide, seeds, "guide"), None, task,
+                     make_loss(cfg, model, ()), seeds, tc.guide_steps, 1, ckpt("train"),
+                     f"{task.name}:guide", progress)
+        record(net, 0, tc.guide_steps, 0)
+        return net, rows
+    if model == "not_untrained":
+        guide = stacked(task.make_guide, seeds, "guide")
+    target = stacked(task.make_target, seeds, "target")
+    if model == "linear":
+        net, _ = fit(stacked(task.make_linear, seeds, "linear"), None, task,
+                     make_loss(cfg, model, ()), seeds, budget, 2, ckpt("train"),
+                     f"{task.name}:linear", progress)
+        record(net, 0, budget, 0)
+        return net, rows
+    if model in ("scratch", "kd", "fmse"):
+        net, _ = fit(target, guide, task, make_loss(cfg, model, tuple(range(K))), seeds, budget,
+                     3, ckpt("train"), f"{task.name}:{model}", progress)
+        record(net, 0, budget, 0)
+        return net, rows
+    if model == "oneshot":
+        hybrid = M.swap_all(guide, range(K), target)
+        net, _ = fit(hybrid, guide, task, make_loss(cfg, model, tuple(range(K))), seeds, budget,
+                     4, ckpt("train"), f"{task.name}:oneshot", progress)
+        record(net, K, budget, K)
+        return net, rows
+    # Network of Theseus: one part per stage, in order.
+    net = guide
+    record(net, 0, 0, 0)
+    for k, aligned in stage_schedule(K):
+        net = M.swap(net, k, target)
+        net, _ = fit(net, guide, task, make_loss(cfg, model, aligned), seeds, tc.stage_steps,
+                     10 + k, ckpt(f"stage{k}"), f"{task.name}:{model} stage {k + 1}/{K}", progress)
+        record(net, k + 1, (k + 1) * tc.stage_steps, k + 1)
+    return net, rows
+
+
+def stage_schedule(n: int) -> list[tuple[int, tuple[int, ...]]]:
+    """Stage k replaces part k and aligns the outputs of stages 0..k (already converted)."""
+    return [(k, tuple(range(k + 1))) for k in range(n)]
+
+
+def remove_checkpoints(out: Path) -> None:
+    """Drop a finished job's resume checkpoints (its final network is ``out``)."""
+    for path in out.parent.glob(f"{out.stem}.*.ckpt*"):
+        path.unlink()
+
+
+def skeleton(task: Task, model: str, seeds) -> M.Network:
+    """The stacked network a job of ``model`` writes (for loading its checkpoint)."""
+    K = n_parts(task)
+    if model in ("guide",):
+        return stacked(task.make_guide, seeds, "guide")
+    if model == "linear":
+        return stacked(task.make_linear, seeds, "linear")
+    target = stacked(task.make_target, seeds, "target")
+    if model in CONVERSIONS:
+        return M.swap_all(stacked(task.make_guide, seeds, "guide"), range(K), target)
+    return target

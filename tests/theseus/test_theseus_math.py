@@ -1,0 +1,196 @@
+"""Representational similarity, losses and the network surgery against closed forms,
+invariances and brute-force references."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import softmax as sp_softmax
+from scipy.stats import ortho_group
+
+from repro26.theseus import data, losses, train
+from repro26.theseus import model as M
+
+
+def cka_reference(x, y):
+    """tr(KHLH) / sqrt(tr(KHKH) tr(LHLH)) with the centring matrix H written out."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    n = x.shape[0]
+    h = np.eye(n) - 1.0 / n
+    k, l_ = h @ x @ x.T @ h, h @ y @ y.T @ h
+    return np.trace(k @ l_) / np.sqrt(np.trace(k @ k) * np.trace(l_ @ l_))
+
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(24, 6)).astype(np.float32)
+Y = (X @ RNG.normal(size=(6, 9)) + 0.5 * RNG.normal(size=(24, 9))).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(24, 6), (8, 40)])  # feature form and Gram form
+def test_cka_matches_the_centred_gram_formula_in_both_forms(shape):
+    x = RNG.normal(size=shape).astype(np.float32)
+    y = (x @ RNG.normal(size=(shape[1], shape[1] + 3)) + RNG.normal(size=(shape[0], shape[1] + 3))).astype(np.float32)
+    assert float(losses.linear_cka(x, y)) == pytest.approx(cka_reference(x, y), rel=1e-4)
+
+
+def test_cka_is_one_for_identical_and_invariant_to_rotation_scale_and_shift():
+    q = ortho_group.rvs(9, random_state=1).astype(np.float32)
+    assert float(losses.linear_cka(X, X)) == pytest.approx(1.0, abs=1e-5)
+    base = float(losses.linear_cka(X, Y))
+    assert 0.0 < base < 1.0
+    assert float(losses.linear_cka(X, 3.7 * Y @ q + 2.0)) == pytest.approx(base, abs=1e-5)
+    assert float(losses.linear_cka(-0.2 * X, Y)) == pytest.approx(base, abs=1e-5)
+
+
+def test_soft_mnn_is_one_for_identical_and_invariant_to_rotation_and_scale():
+    q = ortho_group.rvs(6, random_state=2).astype(np.float32)
+    assert float(losses.soft_mutual_nn(X, X)) == pytest.approx(1.0, abs=1e-5)
+    base = float(losses.soft_mutual_nn(X, Y))
+    assert 0.0 < base < 1.0
+    assert float(losses.soft_mutual_nn(4.0 * X @ q, Y)) == pytest.approx(base, abs=1e-5)
+
+
+def test_soft_mnn_tends_to_the_mutual_nearest_neighbour_fraction():
+    """tau -> 0: the fraction of points whose nearest (cosine) neighbour agrees, by brute force."""
+    def nearest(z):
+        z = z / np.linalg.norm(z, axis=1, keepdims=True)
+        s = z @ z.T
+        np.fill_diagonal(s, -np.inf)
+        return s.argmax(1)
+
+    brute = np.mean(nearest(X) == nearest(Y))
+    assert float(losses.soft_mutual_nn(X, Y, tau=1e-4)) == pytest.approx(brute, abs=1e-3)
+
+
+def test_cka_and_mnn_gradients_match_finite_differences():
+    from jax.test_util import check_grads
+
+    y = jnp.asarray(Y)
+    check_grads(lambda x: losses.linear_cka(x, y), (jnp.asarray(X),), order=1, modes=["rev"],
+                atol=2e-2, rtol=2e-2, eps=1e-2)
+    check_grads(lambda x: losses.soft_mutual_nn(x, y, 0.5), (jnp.asarray(X),), order=1,
+                modes=["rev"], atol=2e-2, rtol=2e-2, eps=1e-2)
+
+
+def test_distillation_gradient_is_the_softened_probability_difference():
+    """d/ds T^2 KL(softmax(t/T) || softmax(s/T)) = T (softmax(s/T) - softmax(t/T)) / n."""
+    s, t, temp = RNG.normal(size=(5, 7)), RNG.normal(size=(5, 7)), 2.5
+    grad = jax.grad(losses.distillation_kl)(jnp.asarray(s, jnp.float32), jnp.asarray(t, jnp.float32), temp)
+    expected = temp * (sp_softmax(s / temp, 1) - sp_softmax(t / temp, 1)) / 5
+    np.testing.assert_allclose(np.asarray(grad), expected, atol=1e-5)
+    assert float(losses.distillation_kl(jnp.asarray(t), jnp.asarray(t), temp)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_cross_entropy_matches_numpy():
+    logits, labels = RNG.normal(size=(6, 4)), np.array([0, 3, 1, 1, 2, 0])
+    expected = -np.mean(np.log(sp_softmax(logits, 1)[np.arange(6), labels]))
+    assert float(losses.cross_entropy(jnp.asarray(logits), jnp.asarray(labels))) == pytest.approx(expected, rel=1e-5)
+
+
+# ----------------------------------------------------------------------------- networks
+
+KEY = jax.random.PRNGKey(0)
+CANVAS, CHANNELS = 12, (2, 3, 4)
+
+
+def _image_pair():
+    return M.make_cnn(KEY, CANVAS, CHANNELS), M.make_mlp(jax.random.PRNGKey(1), CANVAS, CHANNELS)
+
+
+def _text_pair(rnn="gru"):
+    make = lambda k, mixer: M.make_sequence_model(k, 7, 8, 2, 2, 2, mixer)  # noqa: E731
+    return make(KEY, "attention"), make(jax.random.PRNGKey(1), rnn)
+
+
+def test_mlp_stages_have_the_cnn_stage_shapes():
+    cnn, mlp = _image_pair()
+    x = jnp.ones((CANVAS, CANVAS))
+    shapes = [h.shape for h in cnn.features(x)]
+    assert shapes == [h.shape for h in mlp.features(x)] == M.image_shapes(CANVAS, CHANNELS)
+
+
+@pytest.mark.parametrize("pair", [_image_pair, _text_pair])
+def test_replacing_a_part_by_an_exact_copy_leaves_outputs_unchanged(pair):
+    guide, target = pair()
+    x = (jax.random.uniform(KEY, (CANVAS, CANVAS)) if guide.part == "stage"
+         else jax.random.randint(KEY, (5,), 0, 7))
+    copy = jax.tree_util.tree_map(lambda a: a, guide)
+    for k in range(M.n_parts(guide)):
+        np.testing.assert_array_equal(M.swap(guide, k, copy)(x), guide(x))
+        assert not np.allclose(M.swap(guide, k, target)(x), guide(x))
+
+
+@pytest.mark.parametrize("pair", [_image_pair, _text_pair])
+def test_the_stage_schedule_visits_every_part_once_and_ends_in_the_target(pair):
+    guide, target = pair()
+    schedule = train.stage_schedule(M.n_parts(guide))
+    assert [k for k, _ in schedule] == list(range(M.n_parts(guide)))
+    assert all(aligned == tuple(range(k + 1)) for k, aligned in schedule)
+    net = guide
+    for k, _ in schedule:
+        before = [type(M.get_part(net, j)) for j in range(M.n_parts(net))]
+        net = M.swap(net, k, target)
+        after = [type(M.get_part(net, j)) for j in range(M.n_parts(net))]
+        assert [j for j in range(len(after)) if after[j] != before[j]] == [k]
+    for k in range(M.n_parts(net)):
+        assert eqx.tree_equal(M.get_part(net, k), M.get_part(target, k))
+
+
+@pytest.mark.parametrize("mixer", ["attention", "gru", "linear"])
+def test_token_mixers_are_causal(mixer):
+    net = M.make_sequence_model(KEY, 7, 8, 2, 2, 2, mixer)
+    x = jnp.array([1, 2, 3, 4, 5, 6])
+    changed = x.at[4].set(0)
+    np.testing.assert_allclose(net(x)[:4], net(changed)[:4], atol=1e-6)
+    assert not np.allclose(net(x)[4:], net(changed)[4:])
+
+
+def test_linear_rnn_scan_matches_the_sequential_recurrence():
+    mixer = M.LinearRNNMixer(5, key=KEY)
+    x = jax.random.normal(KEY, (9, 5))
+    a = jax.nn.sigmoid(mixer.nu)
+    h, hs = np.zeros(5), []
+    for t in range(9):
+        h = a * h + (1 - a) * mixer.inp(x[t])
+        hs.append(mixer.out(h))
+    np.testing.assert_allclose(mixer(x), np.stack(hs), atol=1e-5)
+
+
+def test_rotary_keeps_norms_and_makes_scores_depend_on_offsets_only():
+    q = jax.random.normal(KEY, (1, 1, 8))
+    k = jax.random.normal(jax.random.PRNGKey(3), (1, 1, 8))
+    tile = lambda v, t: jnp.tile(v, (t, 1, 1))  # noqa: E731
+    rq, rk = M.rotary(tile(q, 6)), M.rotary(tile(k, 6))
+    np.testing.assert_allclose(jnp.linalg.norm(rq, axis=-1), jnp.linalg.norm(tile(q, 6), axis=-1), rtol=1e-5)
+    s = jnp.einsum("thd,shd->ts", rq, rk)
+    np.testing.assert_allclose(s[3, 1], s[4, 2], rtol=1e-4)
+
+
+def test_ngram_linear_matches_a_loop():
+    net = M.make_text_linear(KEY, 5, 3)
+    x = np.array([4, 0, 2, 2, 1])
+    w, b = np.asarray(net.head.weight), np.asarray(net.head.bias)
+    expected = [b + sum(w[i][x[t - i]] for i in range(3) if t - i >= 0) for t in range(5)]
+    np.testing.assert_allclose(net(jnp.asarray(x)), np.stack(expected), atol=1e-6)
+
+
+def test_glyph_images_are_valid_and_reproducible():
+    bank = data.glyph_bank(8)
+    assert bank.shape == (len(data.FONT_FILES), 10, 8, 8) and 0 <= bank.min() and bank.max() <= 1
+    assert (bank.reshape(len(data.FONT_FILES), 10, -1).max(-1) > 0.5).all()  # every glyph has ink
+    x1, y1 = data.make_images(KEY, bank, 6, 16, 2, 3, 0.05)
+    x2, y2 = data.make_images(KEY, bank, 6, 16, 2, 3, 0.05)
+    np.testing.assert_array_equal(x1, x2)
+    assert x1.shape == (6, 16, 16) and set(np.asarray(y1)) <= set(range(10))
+    assert float(x1.min()) >= 0 and float(x1.max()) <= 1
+
+
+def test_im2col_convolution_matches_lax_conv():
+    stage = M.ConvStage(3, 5, False, key=KEY)
+    x = jax.random.normal(KEY, (3, 7, 9))
+    ref = jax.lax.conv_general_dilated(x[None], stage.weight, (1, 1), ((1, 1), (1, 1)))[0]
+    np.testing.assert_allclose(stage.conv(x), ref + stage.bias[:, None, None], atol=1e-5)
+    pooled = stage(x)
+    assert pooled.shape == (5, 3, 4)
+    np.testing.assert_allclose(pooled[:, 1, 2], jax.nn.relu(stage.conv(x))[:, 2:4, 4:6].max(axis=(1, 2)))
