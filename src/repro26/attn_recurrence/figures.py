@@ -56,7 +56,9 @@ def tightness(run):
         ax.set_ylabel("||P − M||₂ / ||P||₂")
         ax.set_ylim(bottom=0)
         ax.set_title(target)
-    axes[0, 0].legend(fontsize=6)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7,
+               bbox_to_anchor=(0.5, -0.2))
     fig.suptitle("Trained surrogates vs the semiseparable lower bound", y=1.02)
     return fig
 
@@ -93,7 +95,7 @@ def state_scaling(run):
             ax.plot(loads * jitter, np.median(shown, 0), color=color, marker=marker, ms=4,
                     label=f"{label}, d_v={d}")
     loads = np.unique([k * d for k, d in cells])
-    ax.plot(loads, loads, "k--", lw=0.8, label="state = K·d_v")
+    ax.plot(loads, loads, color="C3", ls="--", lw=0.8, label="state = K·d_v")
     ax.axhline(top, color="0.6", lw=0.6)
     ax.text(loads[0], top * 1.05, "not reached on the grid", fontsize=6, color="0.4")
     ax.set_xscale("log", base=2)
@@ -111,7 +113,8 @@ def head_survey(run):
     transformers trained here (char LM on the King James Bible, MQAR), read back through the
     GPT-2 weight loader. Left: lower bound max_t σ_{N+1}(P[t:, :t]) / ||P||₂ (mean over held-out
     sequences) vs state N, one line per head (grey: the same heads at initialisation). Right:
-    distribution of that bound at the probe state; dotted: the 'small' threshold."""
+    distribution of that bound at the probe state; dotted: the 'small' threshold. Values below
+    1e-4 are drawn at 1e-4."""
     table = tables.read(run.input("survey.csv"))
     cfg = run.cfg
     fig, axes = plotting.subplots(1, 2, width=3.9, height=3.2)
