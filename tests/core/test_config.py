@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from repro26.core import cli
+from repro26.core.method import Stage
 from repro26.core.config import (
     ConfigError,
     UsageError,
@@ -92,7 +93,7 @@ def test_missing_field_and_bad_scale():
 def fake_method(monkeypatch, tmp_path):
     """A registered method whose single stage records the Run it receives."""
     calls = []
-    module = SimpleNamespace(Config=Config, STAGES={"train": calls.append})
+    module = SimpleNamespace(Config=Config, STAGES={"train": Stage(calls.append)})
     monkeypatch.setattr(cli, "load_method", lambda name: module)
     monkeypatch.setattr(cli, "method_figures", lambda name: {})
     monkeypatch.setattr(cli, "enable_compile_cache", lambda: None)
