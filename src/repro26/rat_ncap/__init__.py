@@ -1,6 +1,6 @@
 """Rat v2 analogue body + Rat NCAP spinal-circuit controller trained by evolution strategies.
 
-Second abstract of ``shared/seeds/neurips2026-abstracts.txt`` (issue 9). Modules:
+Second abstract of ``docs/abstracts.txt`` (issue 9). Modules:
 ``body`` (MJCF + MJX environment), ``model`` (Rat NCAP and MLP policies, neuromechanical
 interfaces), ``es/`` (OpenAI-ES, refined ES, diagonal CMA-ES; one per file, one ask/tell API),
 ``losses`` (locomotion reward), ``train`` (ES step driven by ``repro26.core.train.run_loop``),
