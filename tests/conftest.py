@@ -21,3 +21,17 @@ enable_compile_cache()
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's in-memory compiled programs after each test module. One pytest process runs
+    every method's tests; kept alive, their thousands of XLA executables exhaust the process's
+    memory maps (vm.max_map_count) and the compiler crashes. Recompiles hit the disk cache."""
+    yield
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
