@@ -79,8 +79,8 @@ def test_lint_is_clean():
         ("threads=0", "repro26: config error: config.threads: 0 is less than the minimum of 1"),
         ("kernel_bandit={smoke: {}}", "repro26: config error: kernel_bandit: unknown section (not a "
          "method or a global setting); did you mean 'kernel_bandits'?"),
-        ("srgw={smoke: {max_iter: many}}",
-         "repro26: config error: srgw.smoke.max_iter: expected an integer, got 'many'"),
+        ("srgw={small: {max_iter: many}}",
+         "repro26: config error: srgw.small.max_iter: expected an integer, got 'many'"),
     ],
 )
 def test_bad_config_is_one_line_and_exit_2(override, message):
