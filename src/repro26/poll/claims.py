@@ -256,7 +256,11 @@ def truthfulness_claim(inc, tolerance: float) -> Claim:
         f"positive-definite reports R = Σ^1/2 exp(A) Σ^1/2, |A|_F <= radius) gains at most "
         f"{tolerance:g} of the agent's equilibrium utility under the probe-scored rule",
         "share_plain_profitable: agents for which a misreport pays under a plain report (no "
-        "probe), the counterfactual the rule is compared with.",
+        "probe), the counterfactual the rule is compared with. Gains are evaluated in float64 "
+        "(float32 round-off in the utility difference is of the tolerance's size). The probe "
+        "score costs a misreport quadratically in its size while its effect on the price is "
+        "linear and of order 1/rounds, so an exact best response is not expected: truthful "
+        "reporting is an epsilon-best response with epsilon of order 1/(rounds^2 probe_var).",
         compared_with={"plain": "plain report (no probe score)"},
     )
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import scipy.sparse as sp
+from jax.experimental import enable_x64
 
 from repro26.poll import data, model, solvers
 
@@ -210,7 +212,7 @@ def exact_n(cfg, graphs: dict, family: str, n: int) -> list[dict]:
 def _best_misreport(cfg):
     """``(σ_i, C_i, Ŵ¹, Ŵ², final kernel, a, key, s²) ↦`` max over symmetric A, ``‖A‖_F ≤ radius``,
     of the relative net gain of reporting ``R(A)`` (projected Adam from A = 0 and
-    ``incentive_starts − 1`` random starts)."""
+    ``incentive_starts − 1`` random starts), and the maximising A."""
     opt = optax.adam(0.05)
 
     def project(A):
@@ -229,12 +231,13 @@ def _best_misreport(cfg):
                 return (project(A + upd), state), None
 
             (A, _), _ = jax.lax.scan(step, (A0, opt.init(A0)), None, length=cfg.incentive_steps)
-            return gain(A)
+            return gain(A), A
 
         m = sigma_i.shape[0]
         starts = 0.5 * jax.random.normal(key, (cfg.incentive_starts, m, m))
         starts = jax.vmap(project)(starts.at[0].set(0.0))
-        return jnp.max(jax.vmap(climb)(starts))
+        gains, found = jax.vmap(climb)(starts)
+        return jnp.max(gains), found[jnp.argmax(gains)]
 
     return best
 
@@ -242,9 +245,29 @@ def _best_misreport(cfg):
 KAPPAS = tuple(float(k) for k in np.geomspace(0.25, 4.0, 9))
 
 
+@functools.partial(jax.jit, static_argnames="rounds")
+@functools.partial(jax.vmap, in_axes=(0, 0, 0, 0, 0, None, None, None, None))
+def _batched_gain(A, sigma_i, c_i, w1, w2, final, rounds, a, probe_var):
+    return solvers.manipulation_gain(A, sigma_i, c_i, w1, w2, final, rounds, a, probe_var)
+
+
+def _gain_float64(rounds, A, sigma_i, c_i, w1, w2, final, a, probe_var) -> np.ndarray:
+    """The net gain of the misreports ``A`` found in float32, re-evaluated in float64.
+
+    The gains are relative utility changes of order 1e-6, the size of float32 round-off in
+    ``u(moved) − u(final)``; the verdict must not depend on that round-off."""
+    with enable_x64():
+        def f64(tree):
+            return jax.tree.map(lambda x: jnp.asarray(np.asarray(x), jnp.float64), tree)
+
+        return np.asarray(_batched_gain(*f64((A, sigma_i, c_i, w1, w2, final)), rounds,
+                                        f64(a), jnp.float64(probe_var)))
+
+
 def _incentive_rows(cfg, games, truthful, insts, family: str) -> list[dict]:
     """Per seed, ``incentive_samples`` fresh polls of the truthful run's last round: the best
-    misreport's net gain (plain report and probe-scored report) and the gain along R = κ Σ_i."""
+    misreport's net gain (plain report and probe-scored report; searched in float32, its gain
+    evaluated in float64) and the gain along R = κ Σ_i."""
     n = insts[0].game.n
     walks = jax.vmap(lambda k, i, g: solvers.walk_tail(k, i, g, cfg.walk_length)[0],
                      in_axes=(0, 0, None))
@@ -269,8 +292,10 @@ def _incentive_rows(cfg, games, truthful, insts, family: str) -> list[dict]:
         sigma_i = jnp.asarray(inst.sigma, jnp.float32)[agents]
         c_i = jnp.asarray(inst.centrality, jnp.float32)[agents]
         starts = jax.random.split(k3, count)
-        out = {rule: np.asarray(best(sigma_i, c_i, w1, w2, final, game.a, starts, var))
-               for rule, var in rules.items()}
+        out = {}
+        for rule, var in rules.items():
+            _, found = best(sigma_i, c_i, w1, w2, final, game.a, starts, var)
+            out[rule] = _gain_float64(cfg.rounds, found, sigma_i, c_i, w1, w2, final, game.a, var)
         curves = {rule: np.asarray(scaled(log_kappa, sigma_i, c_i, w1, w2, final, game.a, var))
                   for rule, var in rules.items()}
         for s in range(count):
