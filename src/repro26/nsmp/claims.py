@@ -1,16 +1,18 @@
 """The issue's two claims as predicates over ``evaluation.csv`` and ``structure.csv``.
 
+Both compare like with like: the cost of reaching the centralised optimum to relative error
+``tol`` in *sequential communication rounds* (hops: one per tree level per pass for NSMP, one per
+iteration for a consensus method) and in *communicated floats*, each counted where the solver
+sends it. A baseline that never reaches ``tol`` enters with its whole budget (a lower bound on its
+cost); if that bound is not above NSMP's cost the comparison cannot tell (``inconclusive``).
+
 1. ``quadratic_two_passes``: on quadratics (ridge, sensor localisation; every overlap pattern and
-   size run) NSMP's first round -- one leaf-to-root and one root-to-leaf pass, ``2(n-1)``
-   messages -- reaches the centralised optimum to relative error ``tol = 1e-6``, while the best
-   tuned consensus ADMM needs many rounds for the same accuracy. "Many" is read as at least
-   ``many_rounds_factor`` (10) times NSMP's two passes; an ADMM run that never reaches ``tol``
-   counts with its full budget (a lower bound).
-2. ``convex_fewer_floats``: on convex non-quadratic objectives (logistic, Huber) NSMP converges to
-   the optimum (``tol``) with far fewer floats than ADMM and FedAvg: the ratio
-   ``floats_baseline / floats_NSMP`` to ``tol`` per case, averaged over seeds, is at least
-   ``far_fewer_factor`` (10) in every case. A baseline that never reaches ``tol`` enters with its
-   total budget, so its ratio is a lower bound (flagged in ``measured``).
+   size run) NSMP's first round -- one leaf-to-root and one root-to-leaf pass -- reaches the
+   optimum to ``tol`` with exactly ``2(n-1)`` messages, and the best-tuned consensus ADMM needs
+   more rounds and more floats for the same accuracy, on every seed of every case.
+2. ``convex_fewer_floats``: on convex non-quadratic objectives (logistic, Huber) NSMP reaches
+   ``tol`` on every seed, with fewer floats and fewer rounds than the best-tuned ADMM and FedAvg on
+   every seed of every case. The ratios are reported (the abstract gives no number).
 """
 
 from __future__ import annotations
@@ -25,93 +27,122 @@ from repro26.nsmp.data import QUADRATIC
 from repro26.nsmp.evaluate import numeric
 
 
+def _cost(ev, sel, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-seed cost to ``tol`` in ``kind`` (``rounds`` or ``floats``) and whether it was reached
+    (not reached: the whole budget, a lower bound)."""
+    reached = ev["reached"][sel].astype(bool)
+    return np.where(reached, numeric(ev, f"{kind}_to_tol")[sel],
+                    numeric(ev, f"total_{kind}")[sel]), reached
+
+
+def _compare(ev, case: str, base: str) -> dict:
+    """NSMP against one baseline in one case: per-seed ratios baseline / NSMP of rounds and
+    floats to ``tol`` (seeds paired by the table's order), whether NSMP is cheaper on every
+    seed, and whether an unreached baseline's budget leaves the comparison undecided."""
+    nsmp = tables.where(ev, case=case, method="nsmp")
+    sel = tables.where(ev, case=case, method=base)
+    out, cheaper, undecided = {"hp": str(ev["hp"][sel][0])}, True, False
+    for kind in ("rounds", "floats"):
+        ours, _ = _cost(ev, nsmp, kind)
+        theirs, reached = _cost(ev, sel, kind)
+        ratio = theirs / ours
+        out[f"{kind}_ratio"] = summary(ratio)
+        out[f"{kind}_ratio_is_lower_bound"] = bool(not reached.all())
+        cheaper &= bool(np.all(ratio > 1))
+        undecided |= bool(np.any(~reached & (ratio <= 1)))
+    out["final_err"] = summary(numeric(ev, "final_err")[sel])
+    return {**out, "nsmp_cheaper_every_seed": cheaper, "undecided": undecided}
+
+
+def _undecided(per_case: dict, bases) -> str | None:
+    cases = [c for c, e in per_case.items() if any(e[b]["undecided"] for b in bases if b in e)]
+    return (f"a baseline never reached tol within a budget below NSMP's cost in {cases}: "
+            f"raise its iteration budget") if cases else None
+
+
 def quadratic_claim(ev, st, cfg) -> Claim:
     quad_cases = [c for c in dict.fromkeys(ev["case"].tolist())
                   if str(c).split("-")[0] in QUADRATIC]
     per_case = {}
-    worst_err, msg_ok, min_admm = 0.0, True, np.inf
+    worst_err, msg_ok, all_cheaper = 0.0, True, True
     for case in quad_cases:
         nsmp = tables.where(ev, case=case, method="nsmp")
-        admm = tables.where(ev, case=case, method="admm")
         err = numeric(ev, "first_err")[nsmp]
         msgs = numeric(ev, "first_messages")[nsmp]
         n = numeric(ev, "n")[nsmp]
-        reached = ev["reached"][admm].astype(bool)
-        iters = np.where(reached, numeric(ev, "iters_to_tol")[admm], numeric(ev, "iters")[admm])
         st_sel = tables.where(st, case=case)
+        admm = _compare(ev, case, "admm")
         worst_err = max(worst_err, float(err.max()))
         msg_ok &= bool(np.all(msgs == 2 * (n - 1)))
-        min_admm = min(min_admm, float(iters.min()))
+        all_cheaper &= admm["nsmp_cheaper_every_seed"]
         per_case[case] = {
             "nsmp_rel_err_after_2_passes_max": float(err.max()),
-            "nsmp_messages": int(msgs[0]), "two_n_minus_1": int(2 * (n[0] - 1)),
+            "nsmp_messages_sent": int(msgs[0]), "two_n_minus_1": int(2 * (n[0] - 1)),
             "nsmp_rounds_(hops)": summary(numeric(ev, "first_rounds")[nsmp]),
-            "admm_iterations_to_tol": summary(iters), "admm_hp": str(ev["hp"][admm][0]),
-            "admm_reached_all_seeds": bool(reached.all()),
+            "admm": admm,
             "rip_violations": summary(st["violations"][st_sel]),
             "separator_enlargements": summary(st["added"][st_sel]),
         }
     measured = {"tol": cfg.tol, "nsmp_rel_err_after_2_passes_max": worst_err,
-                "messages_equal_2(n-1)": msg_ok, "admm_iterations_to_tol_min": min_admm,
-                "nsmp_passes": 2, "per_case": per_case}
-    factor = cfg.many_rounds_factor
+                "messages_equal_2(n-1)": msg_ok, "nsmp_cheaper_than_admm_everywhere": all_cheaper,
+                "per_case": per_case}
     return Claim.check(
         "quadratic_two_passes",
         "On quadratics NSMP reaches the centralised optimum to 1e-6 relative error in two passes "
-        "(2(n-1) messages), while ADMM needs many rounds for the same accuracy.",
+        "(2(n-1) messages), while ADMM needs more communication for the same accuracy.",
         "two passes, 2(n-1) messages, exact; ADMM many rounds (issue 5 / abstract: equivalent to "
         "minimising the joint objective)",
         measured,
         lambda m: m["nsmp_rel_err_after_2_passes_max"] <= m["tol"] and m["messages_equal_2(n-1)"]
-        and m["admm_iterations_to_tol_min"] >= factor * m["nsmp_passes"],
-        f"max NSMP error after its first round <= tol over all quadratic cases and seeds; its "
-        f"messages == 2(n-1); best-tuned ADMM needs >= {factor:g} x 2 iterations in every case",
+        and m["nsmp_cheaper_than_admm_everywhere"],
+        "max NSMP error after its first round <= tol over all quadratic cases and seeds; the "
+        "messages its passes sent == 2(n-1); the best-tuned ADMM needs more sequential rounds "
+        "(hops) and more floats to tol than NSMP on every seed of every case",
+        note="A pass is one sequential hop per tree level, so NSMP's two passes cost 2 x height "
+        "rounds (a chain of n clients: about n); ADMM costs one neighbour-to-neighbour round per "
+        "iteration. The per-case ratios are in measured.",
+        compared_with={"admm": "best-tuned consensus ADMM (rho grid per case)"},
+        inconclusive_if=lambda m: _undecided(m["per_case"], ("admm",)),
     )
 
 
 def convex_claim(ev, cfg) -> Claim:
     cases = [c for c in dict.fromkeys(ev["case"].tolist()) if str(c).split("-")[0] not in QUADRATIC]
-    per_case, mins, nsmp_ok = {}, {"admm": np.inf, "fedavg": np.inf}, True
+    per_case, nsmp_ok, cheaper = {}, True, {"admm": True, "fedavg": True}
     for case in cases:
         nsmp = tables.where(ev, case=case, method="nsmp")
-        nsmp_floats = numeric(ev, "floats_to_tol")[nsmp]
         nsmp_ok &= bool(ev["reached"][nsmp].astype(bool).all())
-        entry = {"nsmp_floats_to_tol": summary(nsmp_floats),
+        entry = {"nsmp_floats_to_tol": summary(numeric(ev, "floats_to_tol")[nsmp]),
+                 "nsmp_rounds_to_tol": summary(numeric(ev, "rounds_to_tol")[nsmp]),
                  "nsmp_outer_rounds_to_tol": summary(numeric(ev, "iters_to_tol")[nsmp])}
         for base in ("admm", "fedavg", "fedprox"):
-            sel = tables.where(ev, case=case, method=base)
-            if not sel.any():
-                continue
-            reached = ev["reached"][sel].astype(bool)
-            floats = np.where(reached, numeric(ev, "floats_to_tol")[sel], numeric(ev, "total_floats")[sel])
-            ratio = floats / nsmp_floats
-            entry[f"{base}_floats_ratio"] = summary(ratio)
-            entry[f"{base}_ratio_is_lower_bound"] = bool(not reached.all())
-            entry[f"{base}_hp"] = str(ev["hp"][sel][0])
-            entry[f"{base}_final_err"] = summary(numeric(ev, "final_err")[sel])
-            if base in mins:
-                mins[base] = min(mins[base], float(np.mean(ratio)))
+            if tables.where(ev, case=case, method=base).any():
+                entry[base] = _compare(ev, case, base)
+                if base in cheaper:
+                    cheaper[base] &= entry[base]["nsmp_cheaper_every_seed"]
         per_case[case] = entry
     measured = {"tol": cfg.tol, "nsmp_reached_tol_all": nsmp_ok,
-                "min_ratio_admm": mins["admm"], "min_ratio_fedavg": mins["fedavg"],
+                "nsmp_cheaper_than_admm_everywhere": cheaper["admm"],
+                "nsmp_cheaper_than_fedavg_everywhere": cheaper["fedavg"],
                 "per_case": per_case}
-    factor = cfg.far_fewer_factor
     return Claim.check(
         "convex_fewer_floats",
         "On convex non-quadratic objectives NSMP converges to the optimum with far fewer "
         "communicated floats than ADMM/FedAvg (ratio reported).",
         "far fewer floats than ADMM/FedAvg (no number in the abstract)",
         measured,
-        lambda m: m["nsmp_reached_tol_all"] and m["min_ratio_admm"] >= factor
-        and m["min_ratio_fedavg"] >= factor,
-        f"NSMP reaches tol in every case and seed, and the seed-mean ratio floats_baseline / "
-        f"floats_NSMP to tol is >= {factor:g} for ADMM and FedAvg in every convex case",
+        lambda m: m["nsmp_reached_tol_all"] and m["nsmp_cheaper_than_admm_everywhere"]
+        and m["nsmp_cheaper_than_fedavg_everywhere"],
+        "NSMP reaches tol on every case and seed, with fewer floats and fewer sequential rounds "
+        "than the best-tuned ADMM and FedAvg on every seed of every convex case (ratios in "
+        "measured; 'far' is not given a number by the abstract, so it is reported, not tested)",
         note="NSMP here = quadratic models refined over outer rounds (one exact distributed Newton "
         "step per round, Armijo backtracking at the root); each upward message carries the "
         "separator's Hessian (s(s+1)/2 + s + 2 floats), an ADMM/FedAvg iteration 2 floats per "
         "shared coordinate. Baselines tuned on grids per case (ADMM rho in admm_rho; FedAvg/FedProx "
-        "lr in fed_lr, mu in fedprox_mu); a baseline that misses tol enters with its whole budget "
-        "(lower bound).",
+        "lr in fed_lr, mu in fedprox_mu).",
+        compared_with={"admm": "best-tuned consensus ADMM", "fedavg": "best-tuned FedAvg"},
+        inconclusive_if=lambda m: _undecided(m["per_case"], ("admm", "fedavg")),
     )
 
 

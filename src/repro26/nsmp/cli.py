@@ -54,8 +54,6 @@ class Config:
     fedprox_mu: tuple[float, ...]
     fed_iters: int
     chunk_size: int
-    far_fewer_factor: float  # "far fewer floats": at least this ratio
-    many_rounds_factor: float  # "many rounds": at least this times NSMP's two passes
 
     def __post_init__(self):
         where = "nsmp"

@@ -16,7 +16,7 @@ from repro26.nsmp.data import parse_case
 
 SUMMARY_COLUMNS = ("reached", "iters_to_tol", "rounds_to_tol", "messages_to_tol", "floats_to_tol",
                    "first_err", "first_messages", "first_rounds", "final_err", "min_err", "iters",
-                   "total_floats", "total_messages")
+                   "total_floats", "total_messages", "total_rounds")
 
 
 def numeric(table: dict[str, np.ndarray], key: str) -> np.ndarray:

@@ -130,7 +130,11 @@ def build_schedule(blocks: tuple[np.ndarray, ...], repair: bool = True, tree: nx
         tree = spanning_tree(nerve_skeleton(blocks))
     violations = len(rip_violations(tree, blocks))
     added = 0
-    if repair and violations:
+    if violations and not repair:
+        raise ValueError(f"the spanning tree violates the running intersection property for "
+                         f"{violations} coordinate(s): message passing on it returns a wrong "
+                         f"optimum; build the schedule with repair=True")
+    if violations:
         blocks, added = enlarge_blocks(tree, blocks)
     if root is None:
         root = int(nx.center(tree)[0])

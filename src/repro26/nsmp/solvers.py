@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import lineax as lx
 import optimistix as optx
 from jax.scipy.linalg import cho_factor, cho_solve
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool, Float, Int
 
 from repro26.nsmp.losses import local_model, local_value
 from repro26.nsmp.model import Instance
@@ -92,9 +92,21 @@ def reconstruct(H: Float[Array, "B B"], g: Float[Array, " B"], x_keep: Float[Arr
     return jnp.where(elim, x_E, x_keep)
 
 
+def _senders(nodes: Int[Array, " W"], inst: Instance) -> Int[Array, ""]:
+    """How many real clients (not the padding row) of one level send a message."""
+    return jnp.sum(nodes < inst.parent.shape[0] - 1)
+
+
+def _traffic(sent: Int[Array, " L"]) -> tuple[Array, Array]:
+    """``(messages, hops)`` of one pass from the per-level sender counts: a level in which any
+    client sends is one sequential communication round (hop)."""
+    return jnp.sum(sent), jnp.sum(sent > 0)
+
+
 def upward(H: Float[Array, "n1 B B"], g: Float[Array, "n1 B"], c: Float[Array, " n1"], inst: Instance):
     """Leaf-to-root pass: level by level (deepest first) every client sends its Schur-complement
-    message to its parent, which adds it into its own quadratic. Returns the absorbed quadratics."""
+    message to its parent, which adds it into its own quadratic. Returns the absorbed quadratics
+    and the pass's ``(messages, hops)``, counted as they are sent."""
 
     def level(carry, lev):
         H, g, c = carry
@@ -105,26 +117,27 @@ def upward(H: Float[Array, "n1 B B"], g: Float[Array, "n1 B"], c: Float[Array, "
         H = H.at[par[:, None, None], pp[:, :, None], pp[:, None, :]].add(H_m, mode="drop")
         g = g.at[par[:, None], pp].add(g_m, mode="drop")
         c = c.at[par].add(c_m, mode="drop")
-        return (H, g, c), None
+        return (H, g, c), _senders(nodes, inst)
 
     L = inst.levels.shape[0]
-    (H, g, c), _ = jax.lax.scan(level, (H, g, c), jnp.arange(L - 1, 0, -1))
-    return H, g, c
+    (H, g, c), sent = jax.lax.scan(level, (H, g, c), jnp.arange(L - 1, 0, -1))
+    return H, g, c, _traffic(sent)
 
 
 def downward(H: Float[Array, "n1 B B"], g: Float[Array, "n1 B"], inst: Instance) -> Float[Array, "n1 B"]:
     """Root-to-leaf pass: each client receives its separator values from its parent and
-    reconstructs its eliminated coordinates. Returns every client's local solution."""
+    reconstructs its eliminated coordinates. Returns every client's local solution and the
+    pass's ``(messages, hops)`` (one message into each non-root client)."""
 
     def level(x_loc, lev):
         nodes = inst.levels[lev]
         x_par = x_loc.at[inst.parent[nodes]].get(mode="fill", fill_value=0.0)
         x_keep = jnp.take_along_axis(x_par, inst.ppos[nodes], axis=1, mode="fill", fill_value=0.0)
         x_new = jax.vmap(reconstruct)(H[nodes], g[nodes], x_keep, inst.sep[nodes], inst.valid[nodes])
-        return x_loc.at[nodes].set(x_new), None
+        return x_loc.at[nodes].set(x_new), jnp.where(lev > 0, _senders(nodes, inst), 0)
 
-    x_loc, _ = jax.lax.scan(level, jnp.zeros_like(g), jnp.arange(inst.levels.shape[0]))
-    return x_loc
+    x_loc, sent = jax.lax.scan(level, jnp.zeros_like(g), jnp.arange(inst.levels.shape[0]))
+    return x_loc, _traffic(sent)
 
 
 def to_global(x_loc: Float[Array, "n1 B"], inst: Instance) -> Float[Array, " d1"]:
@@ -145,8 +158,9 @@ def root_value(H, g, c, inst: Instance) -> Float[Array, ""]:
 def nsmp_quadratic(H: Float[Array, "n1 B B"], g: Float[Array, "n1 B"], c: Float[Array, " n1"],
                    inst: Instance):
     """Two passes on a quadratic: returns ``(argmin x [d1], min value)``."""
-    Hu, gu, cu = upward(H, g, c, inst)
-    return to_global(downward(Hu, gu, inst), inst), root_value(Hu, gu, cu, inst)
+    Hu, gu, cu, _ = upward(H, g, c, inst)
+    x_loc, _ = downward(Hu, gu, inst)
+    return to_global(x_loc, inst), root_value(Hu, gu, cu, inst)
 
 
 def local_models(x: Float[Array, " d1"], inst: Instance):
@@ -166,17 +180,13 @@ def relative_error(x, x_star, inst: Instance):
     return jnp.linalg.norm(diff) / jnp.linalg.norm(jnp.where(inst.cmask, x_star, 0.0))
 
 
-def height(inst: Instance):
-    return jnp.sum(inst.levels[:, 0] < inst.parent.shape[0] - 1) - 1
-
-
 def nsmp_floats(inst: Instance, newton: bool):
     """Floats of one up pass and of one down pass (with / without the Newton extras)."""
     s = jnp.sum(inst.sep, axis=1)
     real = inst.parent < inst.parent.shape[0]
     up = jnp.sum(jnp.where(real, s * (s + 1) // 2 + s + 1 + int(newton), 0))
     down = jnp.sum(jnp.where(real, s + int(newton), 0))
-    return up, down, jnp.sum(real)
+    return up, down
 
 
 class NewtonState(eqx.Module):
@@ -208,9 +218,10 @@ def nsmp_round(state: NewtonState, inst: Instance, x_star: Float[Array, " d1"],
     newton = inst.loss != "squared"
     H, g, c = local_models(state.x, inst)
     F = jnp.sum(c)
-    Hu, gu, cu = upward(H, g, c, inst)
+    Hu, gu, cu, (msgs_up, hops_up) = upward(H, g, c, inst)
     lam2 = jnp.maximum(2.0 * (F - root_value(Hu, gu, cu, inst)), 0.0)
-    step = to_global(downward(Hu, gu, inst), inst)
+    x_loc, (msgs_down, hops_down) = downward(Hu, gu, inst)
+    step = to_global(x_loc, inst)
     slack = 10 * jnp.finfo(F.dtype).eps * jnp.abs(state.F_acc)
     accept = ~jnp.isfinite(state.F_acc) | (F <= state.F_acc - sigma * state.alpha * state.dec_acc + slack)
     alpha = jnp.where(accept, 1.0, beta * state.alpha)
@@ -222,16 +233,16 @@ def nsmp_round(state: NewtonState, inst: Instance, x_star: Float[Array, " d1"],
         alpha=alpha,
         x=jnp.where(accept, state.x + step, state.x_acc + alpha * state.direction),
     )
-    up, down, n_msg = nsmp_floats(inst, newton)
-    down = jnp.where(accept, down, int(newton) * n_msg)
+    up, down = nsmp_floats(inst, newton)
+    down = jnp.where(accept, down, int(newton) * msgs_down)
     metrics = {
         "loss": relative_error(new.x, x_star, inst),
         "objective": F,
         "decrement2": lam2,
         "accepted": accept,
         "floats": up + down,
-        "messages": 2 * n_msg,
-        "rounds": 2 * height(inst),
+        "messages": msgs_up + msgs_down,
+        "rounds": hops_up + hops_down,
     }
     return new, metrics
 

@@ -85,7 +85,8 @@ def _tables(method: str, case: str, seeds, hp_labels, history: dict[str, np.ndar
                    "first_rounds": history["rounds"][0, h, s],
                    "final_err": e[-1], "min_err": e.min(), "iters": T,
                    "total_floats": cum["floats"][-1, h, s],
-                   "total_messages": cum["messages"][-1, h, s]}
+                   "total_messages": cum["messages"][-1, h, s],
+                   "total_rounds": cum["rounds"][-1, h, s]}
             summary.append(row)
     return curve, summary
 
