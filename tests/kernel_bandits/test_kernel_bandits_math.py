@@ -111,6 +111,29 @@ def test_policy_sums_to_one_and_stays_positive(problem):
     assert ps.min() >= 0.99 * float(learner.gamma) * float(learner.design.min())
 
 
+@pytest.mark.parametrize("horizon", [500, 20000])
+def test_exploration_keeps_eta_times_estimate_below_one(problem, horizon):
+    """The analysis's premise: with γ = η g* (uncapped) and |y| ≤ 1, every estimate satisfies
+    η|f̂(x)| ≤ 1, whatever the weights w the exploration is mixed into (Cauchy–Schwarz and
+    Σ_p ⪰ γ Σ_π give |f̂(x)| ≤ g*/γ). Checked on random weights, played arms and losses."""
+    from repro26.kernel_bandits.train import _exp_weights
+
+    learner = _exp_weights(problem.features, problem.n_arms, horizon, 100, jnp.asarray(1.0))
+    assert float(learner.gamma) < solvers.EXPLORE_CAP  # the premise needs the uncapped rate
+    keys = jax.random.split(jax.random.key(3), 64)
+
+    def worst(key):
+        k_w, k_x, k_y = jax.random.split(key, 3)
+        w = jax.nn.softmax(8.0 * jax.random.normal(k_w, (problem.n_arms,)))
+        p = (1 - learner.gamma) * w + learner.gamma * learner.design
+        x = jax.random.randint(k_x, (), 0, problem.n_arms)
+        y = jax.random.choice(k_y, jnp.array([-1.0, 1.0]))
+        f_hat = solvers.importance_weighted_estimate(problem.features, p, x, y, learner.lam)
+        return learner.eta * jnp.max(jnp.abs(f_hat))
+
+    assert float(jnp.max(jax.vmap(worst)(keys))) <= 1.0 + 1e-4
+
+
 def test_frank_wolfe_design_meets_kiefer_wolfowitz():
     """With λ → 0 the G-optimal value max_x φ_xᵀ Σ_π⁻¹ φ_x equals the dimension D."""
     phi = jnp.asarray(np.random.default_rng(4).normal(size=(25, 3)), jnp.float32)

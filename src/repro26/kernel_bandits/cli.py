@@ -284,10 +284,10 @@ def timing_stage(run: Run) -> None:
     rows = []
     for sampler, algo, m in variants:
         learners = train.build_learners(algo, problem, horizon, seeds, cfg)
-        sec = train.seconds_per_round(learners, adversaries, seeds, problem.n_arms,
-                                      cfg.nystrom.timing_rounds, cfg.nystrom.timing_repeats)
+        times = train.seconds_per_round(learners, adversaries, seeds, problem.n_arms,
+                                        cfg.nystrom.timing_rounds, cfg.nystrom.timing_repeats)
         rows.append({"algo": algo, "sampler": sampler, "m": m, "n_arms": problem.n_arms,
-                     "seeds_per_round": len(seeds), "seconds_per_round": sec})
+                     "seeds_per_round": len(seeds), **times})
     io.write_table(run.out, rows, run.meta(rounds=cfg.nystrom.timing_rounds, repeats=cfg.nystrom.timing_repeats))
 
 

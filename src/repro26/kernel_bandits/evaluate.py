@@ -1,7 +1,8 @@
 """Tidy per-seed regret tables from the simulation runs (what figures and claims read).
 
 * ``scaling.csv``: one row per kernel × adversary × algorithm × horizon T × seed with the final
-  regret R_T, γ_T (greedy, same kernel), √(T γ_T), the ratio R_T/√(T γ_T) and, for the bump
+  regret R_T, γ_T (greedy, same kernel), √(T γ_T), the ratio R_T/√(T γ_T), for exponential
+  weights the analysis's bound at its rates (:func:`theory_bound`), and, for the bump
   adversary, the order of its lower bound Tε(T) = σ√(T M(T)^d).
 * ``fixed.csv``: one row per algorithm × number of arms × seed at the fixed horizon
   (experiments 3 and 4), with the Nyström sampler and m parsed from the algorithm name.
@@ -14,7 +15,17 @@ import numpy as np
 from repro26.core import io
 from repro26.kernel_bandits.data import bump_construction
 from repro26.kernel_bandits.model import MATERN_NU
+from repro26.kernel_bandits.solvers import EXPLORE_CAP
 from repro26.kernel_bandits.train import parse_algorithm
+
+
+def theory_bound(n_arms: int, eta: float) -> float:
+    """The analysis's regret bound at the rates the learner ran with (NaN for other learners).
+
+    With η = √(log|X| / (3 T g*)) and γ = η g*, regret ≤ log|X|/η + 3 η T g* = 2 log|X| / η
+    (:func:`.solvers.exp_weights_rates`; the λ = 1/T bias term is not included). It holds only
+    where γ = η g* ≤ ½ was not capped (``explore_capped``): the cap breaks η|f̂| ≤ 1."""
+    return 2.0 * float(np.log(n_arms)) / eta if np.isfinite(eta) and eta > 0 else float("nan")
 
 
 def _final_rows(table: dict[str, np.ndarray]) -> np.ndarray:
@@ -44,11 +55,14 @@ def scaling_table(run) -> None:
             if table["adversary"][i] == "bump":
                 cells, eps = bump_construction(horizon, MATERN_NU[kernel], cfg.dim, cfg.adversary.bump_noise)
                 lower = horizon * eps
+            eta, explore = float(table["eta"][i]), float(table["explore"][i])
             rows.append({
                 "kernel": kernel, "adversary": str(table["adversary"][i]), "algo": str(table["algo"][i]),
                 "horizon": horizon, "seed": int(table["seed"][i]), "regret": float(table["regret"][i]),
                 "gamma_T": gamma, "sqrt_T_gamma": scale, "ratio": float(table["regret"][i]) / scale,
                 "bump_lower": lower,
+                "theory_bound": theory_bound(int(table["n_arms"][i]), eta),
+                "explore_capped": bool(explore >= EXPLORE_CAP),
             })
     rows.sort(key=lambda r: (r["kernel"], r["adversary"], r["algo"], r["horizon"], r["seed"]))
     io.write_table(run.out, rows, run.meta(runs=len(runs)))

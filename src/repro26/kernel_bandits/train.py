@@ -162,8 +162,10 @@ def play(learners, adversaries, seeds, n_arms: int, horizon: int, *, chunk_size:
     return history["loss"]
 
 
-def seconds_per_round(learners, adversaries, seeds, n_arms: int, rounds: int, repeats: int) -> float:
-    """Median wall time of one round (all seeds together, compiled, after a warm-up run)."""
+def seconds_per_round(learners, adversaries, seeds, n_arms: int, rounds: int, repeats: int
+                      ) -> dict[str, float]:
+    """Median, min and max over ``repeats`` of the wall time of one round (all seeds together,
+    compiled, after a warm-up run)."""
     data = (learners, adversaries, jnp.asarray(seeds))
 
     @eqx.filter_jit
@@ -181,7 +183,8 @@ def seconds_per_round(learners, adversaries, seeds, n_arms: int, rounds: int, re
         start = time.perf_counter()
         jax.block_until_ready(run(state, data))
         times.append(time.perf_counter() - start)
-    return statistics.median(times) / rounds
+    return {"seconds_per_round": statistics.median(times) / rounds,
+            "seconds_min": min(times) / rounds, "seconds_max": max(times) / rounds}
 
 
 def _concat(trees) -> Any:
