@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from repro26.core import io  # noqa: E402
@@ -64,6 +65,13 @@ def rst_text(text: str) -> str:
     for char in ("\\", "|", "*", "`", "_"):
         text = text.replace(char, "\\" + char)
     return text
+
+
+def plain_log_ticks(axis) -> None:
+    """Label a log axis with plain numbers ("60", "200") instead of powers ("6×10¹")."""
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(ticker.FuncFormatter(
+        lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
 
 
 def line_with_ci(ax, x, y_by_seed, label: str | None = None, positive: bool = False, **kw):
