@@ -116,8 +116,10 @@ def premise_and_error_depth(run):
                                       linestyle=style, marker="o", ms=3)
         ax.set_xlabel("fault scale (x nominal rates)")
         ax.set_ylabel(label)
-    axes[0, 0].legend(fontsize=6)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.tight_layout()
+    fig.legend(handles, labels, ncol=3, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               fontsize=7)
     return fig
 
 
