@@ -70,7 +70,7 @@ def test_a_wrong_typed_value_fails_the_check():
     assert not env.success()
 
 
-def _task_with(kind_first_nav=True):
+def _task_with():
     return next(t for t in suite("shop", 30) if t.template == "shop_add_to_cart")
 
 

@@ -219,6 +219,11 @@ def preconditions(sg: Subgoal, action: Action) -> list[Predicate]:
     return checks
 
 
+def verify(sg: Subgoal, transition: Transition) -> list[str]:
+    """Names of the post-conditions of ``sg`` that the transition's outcome violates."""
+    return _failed(postconditions(sg, transition.before), transition.after)
+
+
 def postconditions(sg: Subgoal, before: State) -> list[Predicate]:
     """Progress of ``sg``: the expected page, field value or one more record than before."""
     if sg.kind == "nav":
@@ -272,11 +277,11 @@ def run_nesyproact(ep: Episode, task: Task, policy: Policy, max_reprompts: int) 
             ep.interventions["reobserve"] += 1
             ep.act("wait", c)
             continue
+        action = Action.parse(text)
         ep.act(text, c)
         if ep.env.done:
             break
-        post = postconditions(sg, state)
-        if not _failed(post, State.parse(ep.text)):
+        if not verify(sg, Transition(state, action, State.parse(ep.text))):
             c += 1
             continue
         ep.interventions["reobserve"] += 1
@@ -284,7 +289,7 @@ def run_nesyproact(ep: Episode, task: Task, policy: Policy, max_reprompts: int) 
             break
         ep.act("wait", c)
         after = State.parse(ep.text)
-        if not _failed(post, after):
+        if not verify(sg, Transition(state, action, after)):
             c += 1
         elif after.title != state.title:  # went somewhere else: backtrack
             ep.interventions["backtrack"] += 1

@@ -336,7 +336,7 @@ class WebEnv:
             return self._last_text
         if action.kind == "back":
             if self.stack:
-                self._navigate(self.stack.pop(), push=False, entry=entry)
+                self._navigate(self.stack.pop(), entry)
             else:
                 self._show_truth()
                 self._last_text = self._render()
@@ -362,7 +362,7 @@ class WebEnv:
         elif effect and effect[0] == "goto" and action.kind == "click":
             self.stack.append(self.page)
             self._advance("nav", element.key)
-            self._navigate(effect[1], push=False, entry=entry)
+            self._navigate(effect[1], entry)
             return self._last_text
         elif effect and effect[0] == "fill" and action.kind == "type":
             self.fields[effect[1]] = action.text or ""
@@ -385,7 +385,7 @@ class WebEnv:
             return True
         return False
 
-    def _navigate(self, page: str, push: bool, entry: dict) -> None:
+    def _navigate(self, page: str, entry: dict) -> None:
         self.page = page
         self.dialog = bool(self.rng.random() < self.faults.popup)
         if self.dialog:
