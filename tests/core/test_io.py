@@ -76,6 +76,19 @@ def test_npz_round_trip(tmp_path):
         np.testing.assert_array_equal(data["x"], np.arange(4))
 
 
+def test_npz_written_in_a_stage_records_its_provenance(tmp_path):
+    """Inside a job the archive carries the stage's provenance; readers see only the arrays."""
+    from repro26.core import jobs
+
+    io.write_npz(tmp_path / "bare.npz", x=np.arange(3))
+    with jobs.job("tag", {"git_commit": "abc123", "config_hash": "f00"}):
+        io.write_npz(tmp_path / "a.npz", compressed=True, x=np.arange(3))
+    assert io.read_npz_provenance(tmp_path / "a.npz") == {"git_commit": "abc123",
+                                                          "config_hash": "f00"}
+    assert list(io.read_npz(tmp_path / "a.npz")) == ["x"]
+    assert io.read_npz_provenance(tmp_path / "bare.npz") == {}
+
+
 def test_missing_input_table_is_a_usage_error(tmp_path):
     with pytest.raises(io.UsageError, match="does not exist"):
         io.read_table(tmp_path / "absent.csv")

@@ -8,14 +8,12 @@ from jsonschema.exceptions import best_match
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-import contextlib
 import difflib
-import math
-import re
 import shlex
 
 from snakemake.settings.types import DeploymentMethod
 
+from repro26.core import cluster
 from repro26.core.config import ConfigError, UsageError, as_dict, parse_config, resolve_section
 from repro26.core.cli import method_claims, method_figures
 from repro26.core.plotting import rst_text
@@ -57,8 +55,7 @@ _check_sections()
 _validate_globals()
 
 ENV = "../../environment.yml"
-SLURM = {"account": "", "cpu_partition": "cpu", "gpu_partition": "gpu", "paper_time_factor": 30,
-         "paper_memory_factor": 4, **config.get("slurm", {})}
+SLURM = cluster.settings(config.get("slurm", {}))
 SCALE = config["scale"]
 THREADS = config["threads"]
 RESULTS = f"results/{SCALE}"
@@ -150,64 +147,21 @@ def stage(method, name, extra=""):
     )
 
 
-def _measured_cost(benchmark_pattern):
-    """``(longest wall time s, largest peak memory MB)`` over the benchmark files of a rule's
-    jobs at `small` (its benchmark path with the scale swapped and wildcards globbed)."""
-    pattern = re.sub(r"\{[^}]+\}", "*", benchmark_pattern.replace(f"{RESULTS}/", "results/small/", 1))
-    walls, peaks = [], []
-    for tsv in Path(workflow.basedir).glob(pattern):
-        lines = tsv.read_text().splitlines()
-        if len(lines) < 2:
-            continue
-        record = dict(zip(lines[0].split("\t"), lines[-1].split("\t")))
-        walls.append(float(record["s"]))
-        with contextlib.suppress(KeyError, ValueError):
-            peaks.append(float(record["max_rss"]))
-    return (max(walls), max(peaks, default=0.0)) if walls else None
-
-
 def apply_measured_resources():
-    """At `paper` scale, size each rule's SLURM request from what its jobs cost at `small`
-    (their benchmark files, when a `small` run exists in this folder). Stated scaling rule:
-    runtime = max(rule's own, ceil(paper_time_factor * longest small job / 60)) minutes and
-    mem_mb = max(rule's own, paper_memory_factor * largest small peak), with the factors from
-    ``slurm:`` in config/config.yaml. Without small results the rules' own requests stand."""
-    if SCALE != "paper":
-        return
-    for defined in workflow.rules:
-        if not defined.benchmark:
-            continue
-        cost = _measured_cost(str(defined.benchmark))
-        if cost is None:
-            continue
-        wall_s, peak_mb = cost
-        runtime = math.ceil(SLURM["paper_time_factor"] * wall_s / 60)
-        mem_mb = math.ceil(SLURM["paper_memory_factor"] * peak_mb)
-        for names, measured in ((("runtime",), runtime), (("mem", "mem_mb"), mem_mb)):
-            key = next((k for k in names if k in defined.resources), names[-1])
-            own = getattr(defined.resources.get(key), "value", None)
-            if own is None or (isinstance(own, int) and measured > own):
-                defined.resources[key] = measured
+    """At `paper` scale, size each rule's SLURM request from its `small` benchmarks
+    (repro26.core.cluster.size_from_small; factors from ``slurm:`` in config/config.yaml)."""
+    if SCALE == "paper":
+        cluster.size_from_small(workflow.rules, Path(workflow.basedir), RESULTS, SLURM)
 
 
 def apply_slurm_settings():
-    """Every rule that does not choose its own partition runs on ``slurm.cpu_partition``, and
-    is charged to ``slurm.account`` when one is set (config/config.yaml). Called once all rules
-    exist; ignored by local runs."""
-    for defined in workflow.rules:
-        if "slurm_partition" not in defined.resources:
-            defined.resources["slurm_partition"] = SLURM["cpu_partition"]
-        if SLURM["account"] and "slurm_account" not in defined.resources:
-            defined.resources["slurm_account"] = SLURM["account"]
+    """Partitions and account of every rule (ignored by local runs)."""
+    cluster.assign_partitions(workflow.rules, SLURM)
 
 
-def train_resources(mem_mb_small=2000, mem_mb_paper=32000, runtime_paper=720):
+def train_resources(**sizes):
     """Resources of a training job: a GPU and more memory at `paper` scale (SLURM reads them)."""
-    if SCALE == "paper":
-        return {"mem_mb": mem_mb_paper, "runtime": runtime_paper, "gpu": 1,
-                "slurm_partition": SLURM["gpu_partition"]}
-    return {"mem_mb": mem_mb_small, "runtime": 60, "gpu": 0}
-
+    return cluster.train_resources(SCALE, SLURM, **sizes)
 
 
 def check_named_targets():

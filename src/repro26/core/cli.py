@@ -252,7 +252,7 @@ def run_stage(method: str, stage_name: str, *, name: str | None = None,
     out = Path(out) if out is not None else Path("results") / scale / method
     enable_compile_cache()
     run = Run(method, stage_name, scale, cfg, cfg_hash, out, seed, variant, inputs, progress)
-    with jobs.job(run.job_tag):
+    with jobs.job(run.job_tag, run.meta()):
         st(run)
 
 

@@ -203,18 +203,33 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
         raise UsageError(f"input file {path} does not exist (run the stage that writes it)")
     try:
         with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+            return {k: data[k] for k in data.files if k != PROVENANCE_KEY}
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
         raise UsageError(f"input file {path} is not a readable .npz archive "
                          f"({type(err).__name__}: truncated or corrupted?)") from None
 
 
+PROVENANCE_KEY = "__provenance__"
+
+
 def write_npz(path: str | Path, compressed: bool = False, **arrays: Any) -> None:
-    """``np.savez`` (or ``savez_compressed``) atomically; arrays from numpy or JAX."""
+    """``np.savez`` (or ``savez_compressed``) atomically; arrays from numpy or JAX. Written
+    inside a stage, the file also records the stage's provenance (git commit, JAX version,
+    config hash, job) as a JSON string under ``__provenance__`` (:func:`read_npz_provenance`)."""
+    from repro26.core import jobs
+
     save = np.savez_compressed if compressed else np.savez
+    job = jobs.current()
+    extra = {PROVENANCE_KEY: np.array(json.dumps(job.provenance, default=str))} if job else {}
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
-            save(f, **{k: np.asarray(v) for k, v in arrays.items()})
+            save(f, **{k: np.asarray(v) for k, v in arrays.items()}, **extra)
+
+
+def read_npz_provenance(path: str | Path) -> dict[str, Any]:
+    """The provenance an ``.npz`` written by a stage records (empty if it has none)."""
+    with np.load(path, allow_pickle=False) as data:
+        return json.loads(str(data[PROVENANCE_KEY])) if PROVENANCE_KEY in data.files else {}
 
 
 def read_table_meta(path: str | Path) -> dict[str, str]:

@@ -5,7 +5,8 @@
 scale, config hash, variant, seed, output) and registers them here; a checkpoint written for
 another job (say, before ``train.lr`` was changed) is refused and training starts over. When the
 stage returns, having written its final outputs, the job's checkpoints are deleted. A stage
-that fails or is killed leaves them, so the rerun resumes.
+that fails or is killed leaves them, so the rerun resumes. The job also carries the stage's
+provenance (git commit, JAX version, config hash, job), which array files written during it record.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 @dataclasses.dataclass
 class Job:
     tag: str
+    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
     checkpoints: list[Path] = dataclasses.field(default_factory=list)
 
     def register(self, *paths: Path) -> None:
@@ -39,9 +41,10 @@ def job_tag(**identity: Any) -> str:
 
 
 @contextlib.contextmanager
-def job(tag: str) -> Iterator[Job]:
-    """Run a stage as job ``tag``; on success remove the checkpoints it registered."""
-    current = Job(tag)
+def job(tag: str, provenance: dict[str, Any] | None = None) -> Iterator[Job]:
+    """Run a stage as job ``tag`` (``provenance``: what array files it writes record, see
+    :func:`repro26.core.io.write_npz`); on success remove the checkpoints it registered."""
+    current = Job(tag, dict(provenance or {}))
     token = _CURRENT.set(current)
     try:
         yield current

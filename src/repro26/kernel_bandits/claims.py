@@ -23,7 +23,8 @@ from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import loglog_slope_over_seeds, mean_ci, summary
 
-PAPER = "kernelized bandits in an adversarial environment (NeurIPS 2026)"
+LOWER_BOUND_ADVERSARY = "bump"  # the lower-bound construction: nothing beats uniform play by more
+# than a constant there, so "beats uniform" is not asked of it (its bound is)
 
 
 def _slope(table, y_col: str, t_min: float = 0.0, **conditions) -> dict:
@@ -58,7 +59,8 @@ def regret_rate(cfg, scaling) -> Claim:
             "local_slope_last_decade": _slope(scaling, "regret", t_max / 10, **cond),
             "ratio_slope_last_decade": _slope(scaling, "ratio", t_max / 10, **cond),
         }
-        if tables.where(scaling, algo="uniform", kernel=cfg.kernel, adversary=adversary).any():
+        if adversary != LOWER_BOUND_ADVERSARY and tables.where(
+                scaling, algo="uniform", kernel=cfg.kernel, adversary=adversary).any():
             _, uniform = tables.pivot(scaling, "regret", by="horizon", algo="uniform",
                                       kernel=cfg.kernel, adversary=adversary)
             entry["uniform_regret_mean"] = uniform.mean(axis=0).tolist()
@@ -76,13 +78,17 @@ def regret_rate(cfg, scaling) -> Claim:
                     if r > b]
         return out
 
+    def compared(m):
+        return [e["minus_uniform_at_T_max"] for a, e in m["per_adversary"].items()
+                if a != LOWER_BOUND_ADVERSARY]
+
     def beats_uniform(m):
-        return [e["minus_uniform_at_T_max"]["ci95"][1] < 0 for e in m["per_adversary"].values()]
+        return [d["ci95"][1] < 0 for d in compared(m)]
 
     def undecided(m):
-        if any("minus_uniform_at_T_max" not in e for e in m["per_adversary"].values()):
+        if len(compared(m)) < len([a for a in m["per_adversary"] if a != LOWER_BOUND_ADVERSARY]):
             return "the uniform policy was not run: nothing to beat"
-        loses = [e["minus_uniform_at_T_max"]["ci95"][0] > 0 for e in m["per_adversary"].values()]
+        loses = [d["ci95"][0] > 0 for d in compared(m)]
         if above_bound(m, 1) or any(loses):
             return None  # decided: not held
         if above_bound(m, 0) and not above_bound(m, 1):
@@ -100,7 +106,8 @@ def regret_rate(cfg, scaling) -> Claim:
         "at every horizon and adversary (main kernel) the mean regret of exp_weights is below the "
         "analysis's bound 2 log|X|/η = 2√(3 T g* log|X|) at its rates (not held if the regret's 95% "
         "CI lies above it), AND at T_max it beats the uniform policy (95% CI of the paired "
-        "difference below 0; above 0 -> not held)",
+        "difference below 0; above 0 -> not held) on every adversary but the bump lower-bound "
+        "construction, where every learner's regret is of the order Tε and uniform play attains it",
         note=f"horizons {list(cfg.horizons)}, |X| = {cfg.grid ** cfg.dim}; g* = max design variance "
              f"at λ = 1/T (≲ γ_T); theory η, γ = η g* ≤ ½. 'bound_above_uniform_at' lists horizons "
              f"where the bound exceeds the uniform policy's regret, i.e. where it is vacuous.",

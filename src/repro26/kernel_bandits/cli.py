@@ -159,8 +159,7 @@ def _positive_grid(grid: int) -> int:
 def _load_problem(path: Path, kernel: str, lengthscale: float):
     from repro26.kernel_bandits.data import problem_from_arrays
 
-    with np.load(path) as arrays:
-        return problem_from_arrays(dict(arrays), kernel, lengthscale)
+    return problem_from_arrays(io.read_npz(path), kernel, lengthscale)
 
 
 def gamma_rounds(cfg: Config) -> np.ndarray:

@@ -121,7 +121,7 @@ def nystrom(run):
     timing = tables.read(run.input("timing.csv"))
     n_arms = cfg.nystrom.grid ** cfg.dim
     fixed = tables.select(fixed, n_arms=n_arms)
-    fig, axes = plotting.subplots(1, 2, width=3.6, height=3.0)
+    fig, axes = plotting.subplots(1, 2, width=3.6, height=3.0, gridspec_kw={"wspace": 0.35})
     mean, half = mean_ci(tables.per_seed(fixed, "regret", sampler="exact"))
     for ax in axes[0][:1]:
         ax.axhline(mean, color="k", linewidth=1, label=f"exact (m = |X| = {n_arms})")
@@ -152,7 +152,7 @@ def nystrom(run):
     axes[0][1].set_yscale("log")
     plotting.plain_log_ticks(axes[0][1].yaxis)
     axes[0][0].legend(fontsize=7)
-    axes[0][1].legend(fontsize=7)
+    axes[0][1].legend(fontsize=7, loc="center right")
     fig.suptitle(f"Nyström vs exact exponential weights, |X| = {n_arms}, {cfg.fixed_adversary} adversary",
                  y=1.03)
     return fig

@@ -111,8 +111,7 @@ def load_data(path: Path):
     """(stream with a leading seed axis, destination pools, negatives) from a data stage file."""
     from repro26.nagnn.data import Stream
 
-    with np.load(path) as f:
-        arrays = {k: f[k] for k in f.files}
+    arrays = io.read_npz(path)
     stream = Stream(arrays.pop("src"), arrays.pop("dst"), arrays.pop("time"), arrays.pop("x"))
     pool = arrays.pop("dst_pool")
     return stream, pool, arrays

@@ -201,5 +201,4 @@ def save(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def load(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
+    return io.read_npz(path)

@@ -67,8 +67,7 @@ def write_corpus(run, corpus: str) -> None:
 
 
 def load_corpus(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
+    return io.read_npz(path)
 
 
 # ----------------------------------------------------------------------------- training

@@ -44,8 +44,7 @@ def save_case(path: Path, arrays: dict[str, np.ndarray], info: dict[str, np.ndar
 
 
 def load_case(path: Path, cfg) -> tuple[model.Instance, dict[str, np.ndarray]]:
-    with np.load(path) as z:
-        arrays = {k: z[k] for k in z.files}
+    arrays = io.read_npz(path)
     info = {k[5:]: arrays.pop(k) for k in list(arrays) if k.startswith("info_")}
     loss = str(arrays.pop("loss"))
     return model.to_instance(arrays, loss, dtype(cfg)), info

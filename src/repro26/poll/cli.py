@@ -137,12 +137,9 @@ def data_stage(run: Run) -> None:
 
 
 def _graphs(run: Run) -> dict:
-    import numpy as np
-
     if len(run.inputs) != 1 or run.inputs[0].suffix != ".npz":
         raise UsageError("--input: this stage needs its family's graphs .npz")
-    with np.load(run.inputs[0]) as f:
-        return dict(f)
+    return io.read_npz(run.inputs[0])
 
 
 @stage({"family": str})

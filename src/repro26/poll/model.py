@@ -30,7 +30,6 @@ drawn agent: what ``Poll`` estimates. With δ = 0, ``C_i = Σ_i⁻¹``, ``K = H`
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import equinox as eqx
 import jax
-import numpy as np
 
 from repro26.core import io
 from repro26.core.config import UsageError

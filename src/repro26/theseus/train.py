@@ -37,7 +37,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from repro26.core import io
 from repro26.core.train import init_train_state, optax_step, run_loop
 from repro26.theseus import losses
 from repro26.theseus import model as M
