@@ -82,7 +82,8 @@ def _bars(ax, per_scorer, ylabel, chance=None):
     if chance is not None:
         ax.axhline(chance, color="k", ls=":", lw=1)
     lo = min(m - h for m, h in zip(means, halves))
-    ax.set_ylim(max(0.0, lo - 0.05), None)
+    hi = max(m + h for m, h in zip(means, halves))
+    ax.set_ylim(max(0.0, lo - 0.05), min(1.02, hi + 0.03))
 
 
 @figure("tables/bon.csv", "tables/auroc.csv", "tables/attribution.csv")
