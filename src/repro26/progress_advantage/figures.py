@@ -65,6 +65,7 @@ def best_of_n(run):
         ax.errorbar(ns, mean, yerr=half, color=COLORS[scorer], label=LABELS[scorer], capsize=2,
                     ls="--" if scorer in ("random", "position", "a_star") else "-", marker="o", ms=3)
     ax.set_xscale("log", base=2)
+    ax.set_xticks(ns, [str(int(n)) for n in ns])
     ax.set_xlabel("N (candidates per problem)")
     ax.set_ylabel("success probability of the selected candidate")
     ax.legend(fontsize=7, ncol=2)
