@@ -1,0 +1,189 @@
+"""Stages of ``repro26 progress_advantage <stage>`` and the method's typed config.
+
+tabular (one job, every seed) ; data (noisy demonstrations) -> train ref -> train rl_kl, rl_clip
+-> train prm, orm (on π_RL's trajectories) -> evaluate (the three applications); figures
+(``figures.FIGURES``) and claims (``claims.CLAIMS``) come from core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Literal
+
+from repro26.core import io
+from repro26.core.cli import Run
+from repro26.core.config import ConfigError
+from repro26.core.method import stage
+
+MODEL = Literal["ref", "rl_kl", "rl_clip", "prm", "orm"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seeds: tuple[int, ...]
+    # tabular: slippery gridworld, KL coefficient tab_beta, exact policy gradient
+    grid_width: int
+    pits: tuple[tuple[int, int], ...]
+    slip: float
+    step_cost: float
+    gamma: float
+    tab_beta: float
+    tab_steps: int
+    tab_lr: float
+    # agentic task (see task.py)
+    modulus: int
+    horizon: int
+    n_operands: int
+    fault: float
+    demo_noise: float
+    n_demos: int
+    # policies: SFT then KL-regularised / clipping-only policy gradient
+    hidden: int
+    sft_steps: int
+    sft_batch: int
+    sft_lr: float
+    rl_steps: int
+    rl_problems: int
+    rl_group: int
+    rl_lr: float
+    rl_inner_epochs: int
+    clip_eps: float
+    kl_coef: float
+    # reward models: trajectories of π_RL, Monte Carlo rollouts per step for the PRM labels
+    rm_trajectories: int
+    rm_rollouts: int
+    rm_hidden: int
+    rm_steps: int
+    rm_batch: int
+    rm_lr: float
+    # evaluation
+    n_val: int
+    n_test: int
+    n_candidates: int
+    bon_ns: tuple[int, ...]
+    n_attribution: int
+    chunk_size: int
+
+
+def check(cfg: Config) -> None:
+    if len(cfg.seeds) < 2:
+        raise ConfigError("progress_advantage.seeds: at least 2 seeds (claims use CIs over seeds)")
+    if cfg.modulus < 4 or cfg.n_operands < 2 or cfg.horizon < 2:
+        raise ConfigError("progress_advantage: modulus >= 4, n_operands >= 2, horizon >= 2")
+    for name in ("fault", "demo_noise", "slip"):
+        if not 0 <= getattr(cfg, name) < 1:
+            raise ConfigError(f"progress_advantage.{name}: must lie in [0, 1), got {getattr(cfg, name)}")
+    if not 0 < cfg.gamma < 1:
+        raise ConfigError(f"progress_advantage.gamma: must lie in (0, 1), got {cfg.gamma}")
+    if cfg.kl_coef <= 0 or cfg.tab_beta <= 0:
+        raise ConfigError("progress_advantage.kl_coef, tab_beta: must be > 0 (β of the identity)")
+    if any(not (0 <= r < cfg.grid_width and 0 <= c < cfg.grid_width) or r * cfg.grid_width + c ==
+           cfg.grid_width ** 2 - 1 for r, c in cfg.pits):
+        raise ConfigError(f"progress_advantage.pits: cells inside the {cfg.grid_width}x"
+                          f"{cfg.grid_width} grid other than the goal (bottom right)")
+    if not cfg.bon_ns or max(cfg.bon_ns) > cfg.n_candidates or min(cfg.bon_ns) < 1:
+        raise ConfigError("progress_advantage.bon_ns: values in 1..n_candidates")
+
+
+def _skeleton(cfg: Config, model: str):
+    """The stacked (seed-axis) structure a checkpoint of ``model`` loads into."""
+    from repro26.progress_advantage import evaluate, train
+    from repro26.progress_advantage.model import OutcomeRewardModel, Policy, StepRewardModel
+
+    spec = evaluate.task_spec(cfg)
+    make = {"prm": lambda k: StepRewardModel(spec, cfg.rm_hidden, k),
+            "orm": lambda k: OutcomeRewardModel(spec, cfg.rm_hidden, k)}.get(
+        model, lambda k: Policy(spec, cfg.hidden, k))
+    return train.stacked(make, cfg.seeds, 0)
+
+
+def load_models(cfg: Config, run: Run, *models: str):
+    return [io.load_checkpoint(run.input(f"{m}.eqx"), _skeleton(cfg, m))[0] for m in models]
+
+
+@stage()
+def tabular_stage(run: Run) -> None:
+    """Slippery gridworld: soft value iteration, closed-form and learned β log π/π_ref vs A*
+    (``--out``: a folder; writes tabular_final.csv, tabular_curve.csv, tabular_scatter.csv)."""
+    from repro26.progress_advantage import evaluate
+
+    check(run.cfg)
+    final, curve, scatter = evaluate.tabular(run.cfg, run.progress)
+    out = Path(run.out)
+    io.write_table(out / "tabular_final.csv", final, run.meta())
+    io.write_table(out / "tabular_curve.csv", curve, run.meta())
+    io.write_table(out / "tabular_scatter.csv", scatter, run.meta())
+
+
+@stage()
+def data_stage(run: Run) -> None:
+    """Noisy demonstrations of every seed (``--out``: demos.npz, arrays seed x rows)."""
+    import jax
+    import numpy as np
+
+    from repro26.progress_advantage import evaluate, train
+
+    cfg = run.cfg
+    check(cfg)
+    spec = evaluate.task_spec(cfg)
+    demos = [train.demonstrations(spec, jax.random.fold_in(jax.random.PRNGKey(s), 2), cfg.n_demos,
+                                  cfg.demo_noise) for s in cfg.seeds]
+    io.write_npz(run.out, **{k: np.stack([np.asarray(d[k]) for d in demos]) for k in demos[0]})
+
+
+@stage({"model": MODEL})
+def train_stage(run: Run) -> None:
+    """Train one model for every seed (vmapped): ref needs demos.npz; rl_kl / rl_clip need
+    ref.eqx; prm / orm need rl_kl.eqx. ``--out`` names the .eqx; the .csv beside it holds the
+    training curve."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from repro26.progress_advantage import evaluate, train
+
+    cfg = run.cfg
+    check(cfg)
+    spec = evaluate.task_spec(cfg)
+    model, out = run.variant["model"], Path(run.out)
+    ckpt = out.with_suffix(".ckpt")
+    if model == "ref":
+        demos = {k: jnp.asarray(v) for k, v in io.read_npz(run.input("demos.npz")).items()}
+        net, hist = train.train_reference(spec, cfg, demos, cfg.seeds, ckpt, run.progress)
+    elif model in ("rl_kl", "rl_clip"):
+        (ref,) = load_models(cfg, run, "ref")
+        beta = cfg.kl_coef if model == "rl_kl" else 0.0
+        net, hist = train.train_rl(spec, cfg, ref, cfg.seeds, beta, ckpt, run.progress)
+    else:
+        (rl,) = load_models(cfg, run, "rl_kl")
+        keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), 5))(jnp.asarray(cfg.seeds))
+        data = eqx.filter_jit(eqx.filter_vmap(lambda p, k: train.reward_model_data(
+            spec, p, k, cfg.rm_trajectories, cfg.rm_rollouts)))(rl, keys)
+        fit = train.train_prm if model == "prm" else train.train_orm
+        net, hist = fit(spec, cfg, data, cfg.seeds, ckpt, run.progress)
+    io.save_checkpoint(out, net, 0)
+    every = max(1, len(hist["loss"]) // 50)
+    rows = [{"seed": s, "step": t, **{k: float(np.asarray(v)[t, i]) for k, v in hist.items()}}
+            for t in range(0, len(hist["loss"]), every) for i, s in enumerate(cfg.seeds)]
+    io.write_table(out.with_suffix(".csv"), rows, run.meta())
+
+
+@stage()
+def evaluate_stage(run: Run) -> None:
+    """Best-of-N, AUROC, failure attribution and policy success of every seed (``--out``: the
+    tables folder; bon.csv, auroc.csv, attribution.csv, policies.csv)."""
+    from repro26.progress_advantage import evaluate
+
+    cfg = run.cfg
+    check(cfg)
+    models = tuple(load_models(cfg, run, "rl_kl", "ref", "rl_clip", "prm", "orm"))
+    bon, roc, attr, pol = evaluate.agentic(cfg, models, run.progress)
+    out = Path(run.out)
+    for name, rows in (("bon", bon), ("auroc", roc), ("attribution", attr), ("policies", pol)):
+        io.write_table(out / f"{name}.csv", rows, run.meta())
+
+
+STAGES = {"tabular": tabular_stage, "data": data_stage, "train": train_stage,
+          "evaluate": evaluate_stage}

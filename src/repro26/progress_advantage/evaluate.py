@@ -1,0 +1,216 @@
+"""Experiments: the tabular identity, and the three applications on the agentic task.
+
+Tabular (every seed: its own random π_ref on the same slippery gridworld):
+  * closed form: β log π*/π_ref vs A* (exact up to float error, true by construction);
+  * learned: the policy after ``tab_steps`` exact policy-gradient steps on the KL-regularised
+    objective (and, as a finding, on the unregularised one), its β log-ratio vs A*;
+  * trivial: i.i.d. normal scores vs A*.
+
+Agentic (every seed: its own π_ref, π_RL, PRM, ORM; candidates sampled from π_RL):
+  1. best-of-N: the mean exact success probability of the top-scored of N candidates;
+  2. AUROC of a trajectory score for the realised success;
+  3. failure attribution: trajectories with one injected error at a known step after a clean
+     (noiseless demonstrator) prefix, continued by π_RL, kept when they fail; accuracy of
+     argmin step score = the injected step.
+Aggregations of pa / pa_clip / prm (min, mean, last) are chosen per seed on validation problems.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from repro26.progress_advantage import mdp, scores as S, task as T
+
+
+def task_spec(cfg) -> T.TaskSpec:
+    return T.TaskSpec(cfg.modulus, cfg.horizon, cfg.n_operands, cfg.fault)
+
+
+# ------------------------------------------------------------------------------ tabular
+
+
+def tabular(cfg, progress: bool = False):
+    """Rows of the three tabular tables: ``final`` (per seed), ``curve`` (per seed and recorded
+    step), ``scatter`` (per seed, decision state and action)."""
+    grid = mdp.slippery_gridworld(cfg.grid_width, tuple(map(tuple, cfg.pits)), cfg.slip,
+                                  cfg.step_cost, cfg.gamma)
+    S_, A_ = grid.R.shape
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), 7))(jnp.asarray(cfg.seeds))
+    pi_ref = jax.vmap(lambda k: mdp.random_reference(k, S_, A_))(keys)
+    beta = cfg.tab_beta
+    Q, V, A = jax.vmap(lambda p: mdp.soft_value_iteration(grid, p, beta))(pi_ref)
+    pi_star = mdp.optimal_policy(pi_ref, A, beta)
+    closed = beta * (jnp.log(pi_star) - jnp.log(pi_ref))
+    n = len(cfg.seeds)
+    logits, hist = mdp.train_policy_gradient(
+        grid, jnp.concatenate([pi_ref, pi_ref]), jnp.concatenate([A, A]),
+        jnp.repeat(jnp.asarray([beta, 0.0]), n), beta, cfg.tab_steps, cfg.tab_lr, progress)
+    logits_kl, logits_0 = logits[:n], logits[n:]
+    h_kl, h_0 = {"corr": hist["corr"][:, :n]}, {"corr": hist["corr"][:, n:]}
+    learned = beta * (jax.nn.log_softmax(logits_kl, -1) - jnp.log(pi_ref))
+    unreg = beta * (jax.nn.log_softmax(logits_0, -1) - jnp.log(pi_ref))
+    noise = jax.vmap(lambda k: jax.random.normal(k, (S_, A_)))(jax.vmap(jax.random.split)(keys)[:, 1])
+    mask = np.broadcast_to(np.asarray(grid.decision)[:, None] > 0, (S_, A_))
+    start = grid.decision / jnp.sum(grid.decision)
+    gap = V @ start - jax.vmap(lambda lg, p: mdp.regularised_objective(grid, lg, p, beta, start))(
+        logits_kl, pi_ref)
+    final, curve, scatter = [], [], []
+    for i, seed in enumerate(cfg.seeds):
+        a = np.asarray(A[i])[mask]
+        corr = lambda x: float(np.corrcoef(np.asarray(x[i])[mask], a)[0, 1])  # noqa: E731
+        lr = np.asarray(learned[i])[mask]
+        final.append({
+            "seed": seed, "steps": cfg.tab_steps,
+            "corr_closed_form": corr(closed),
+            "max_abs_err_closed_form": float(np.max(np.abs(np.asarray(closed[i])[mask] - a))),
+            "corr_learned": corr(learned),
+            "slope_learned": float(np.polyfit(lr, a, 1)[0]),
+            "max_abs_err_learned": float(np.max(np.abs(lr - a))),
+            "objective_gap_learned": float(gap[i]),
+            "corr_unregularised": corr(unreg),
+            "corr_random": corr(noise),
+            "a_star_std": float(a.std()),
+        })
+        every = max(1, cfg.tab_steps // 100)
+        for t in range(0, cfg.tab_steps, every):
+            curve.append({"seed": seed, "step": t, "corr_kl": float(h_kl["corr"][t, i]),
+                          "corr_unregularised": float(h_0["corr"][t, i])})
+        for (s, act), a_val, l_val, u_val in zip(np.argwhere(mask), a, lr,
+                                                 np.asarray(unreg[i])[mask]):
+            scatter.append({"seed": seed, "state": int(s), "action": int(act), "a_star": float(a_val),
+                            "log_ratio_learned": float(l_val), "log_ratio_unregularised": float(u_val)})
+    return final, curve, scatter
+
+
+# ------------------------------------------------------------------------------ agentic
+
+
+def _keys(seeds, salt):
+    return jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), salt))(jnp.asarray(seeds))
+
+
+def _candidates(spec, policy, key, n_problems, n_cand):
+    k1, k2 = jax.random.split(key)
+    d0 = jnp.repeat(T.sample_problems(spec, k1, n_problems), n_cand)
+    return T.rollout(spec, k2, d0, policy.sample)
+
+
+def _attribution_trajectories(spec, policy, key, n):
+    """Clean prefix (noiseless demonstrator), one injected error at step k ~ U{0..H−1}, then
+    π_RL; returns the trajectories and k."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    d0 = T.sample_problems(spec, k1, n)
+    first_error = jax.random.randint(k2, (n,), 0, spec.horizon)
+
+    def act(key, d, steps_left):
+        ka, kb, kc = jax.random.split(key, 3)
+        t = spec.horizon - steps_left
+        sl = jnp.broadcast_to(steps_left, d.shape)
+        op_c, arg_c = T.demonstrator_action(spec, ka, d, sl, 0.0)
+        op_e, arg_e = T.inject_error(spec, kc, d, sl)
+        op_p, arg_p = policy.sample(kb, d, steps_left)
+        op = jnp.where(t < first_error, op_c, jnp.where(t == first_error, op_e, op_p))
+        arg = jnp.where(t < first_error, arg_c, jnp.where(t == first_error, arg_e, arg_p))
+        return op, arg
+
+    return T.rollout(spec, k3, d0, act), first_error
+
+
+@eqx.filter_jit
+def _scored(spec, beta, n_val, n_test, n_cand, n_attr, models, key):
+    rl, ref, clip, prm, orm = models
+
+    def one(rl, ref, clip, prm, orm, key):
+        kv, kt, ka, k1, k2, k3, kr, kc = jax.random.split(key, 8)
+        ds = jnp.arange(spec.modulus)
+        log_ref = jax.vmap(lambda k: jax.vmap(lambda d: ref.joint_logprobs(d, k))(ds))(
+            jnp.arange(1, spec.horizon + 1))
+        A_star = T.soft_optimal_advantage(spec, log_ref, beta)
+
+        def oracle(traj):
+            k = spec.horizon - jnp.arange(spec.horizon)
+            return A_star[k - 1, traj["d"], traj["op"] * spec.n_operands + traj["arg"]]
+
+        out = {}
+        for name, k, n in (("val", kv, n_val), ("test", kt, n_test)):
+            traj = _candidates(spec, rl, k, n, n_cand)
+            steps = S.step_scores(rl, ref, clip, prm, beta, traj, k1)
+            value = T.success_probability(spec, traj["d"][:, -1], traj["op"][:, -1], traj["arg"][:, -1])
+            steps["a_star"] = oracle(traj)
+            out[name] = {"traj": traj, "steps": steps, "value": value,
+                         "orm": jax.vmap(orm)(traj["d"], traj["op"], traj["arg"])}
+        traj, first = _attribution_trajectories(spec, rl, ka, n_attr)
+        steps = S.step_scores(rl, ref, clip, prm, beta, traj, k2)
+        steps["a_star"] = oracle(traj)
+        out["attr"] = {"traj": traj, "first_error": first, "steps": steps}
+        for name, pol in (("ref", ref), ("rl_kl", rl), ("rl_clip", clip)):
+            tr = _candidates(spec, pol, jax.random.fold_in(kc, len(name)), n_test, 1)
+            out[f"success_{name}"] = jnp.mean(T.success_probability(
+                spec, tr["d"][:, -1], tr["op"][:, -1], tr["arg"][:, -1]))
+        return out
+
+    return eqx.filter_vmap(one)(rl, ref, clip, prm, orm, key)
+
+
+def agentic(cfg, models, progress: bool = False):
+    """Rows of ``bon``, ``auroc``, ``attribution`` and ``policies`` for every seed."""
+    spec = task_spec(cfg)
+    res = _scored(spec, cfg.kl_coef, cfg.n_val, cfg.n_test, cfg.n_candidates, cfg.n_attribution,
+                  models, _keys(cfg.seeds, 11))
+    res = jax.tree.map(np.asarray, res)
+    bon, roc, attr, pol = [], [], [], []
+    ns = [n for n in cfg.bon_ns if n <= cfg.n_candidates]
+    for i, seed in enumerate(cfg.seeds):
+        rng = np.random.default_rng(seed)
+        split = {name: jax.tree.map(lambda x: x[i], res[name]) for name in ("val", "test")}
+        traj_scores = {name: S.trajectory_scores(split[name]["steps"], split[name]["orm"])
+                       for name in split}
+        success = {name: split[name]["traj"]["success"] for name in split}
+        value = {name: split[name]["value"] for name in split}
+
+        def bon_of(name, key):
+            sc = traj_scores[name][key].reshape(-1, cfg.n_candidates)
+            return S.best_of_n(sc, value[name].reshape(-1, cfg.n_candidates), ns, rng)
+
+        for key in traj_scores["test"]:
+            scorer, agg = key
+            val_bon, test_bon = bon_of("val", key), bon_of("test", key)
+            val_auc = S.auroc(traj_scores["val"][key], success["val"])
+            test_auc = S.auroc(traj_scores["test"][key], success["test"])
+            for n in ns:
+                bon.append({"seed": seed, "scorer": scorer, "aggregation": agg, "n": n,
+                            "accuracy": test_bon[n], "val_accuracy": val_bon[n]})
+            roc.append({"seed": seed, "scorer": scorer, "aggregation": agg, "auroc": test_auc,
+                        "val_auroc": val_auc, "success_rate": float(success["test"].mean())})
+        a = jax.tree.map(lambda x: x[i], res["attr"])
+        failed = ~a["traj"]["success"]
+        for scorer in (*S.AGGREGATED, *S.CONFIDENCE, *S.TRIVIAL):
+            attr.append({"seed": seed, "scorer": scorer, "trajectories": int(failed.sum()),
+                         "accuracy": S.attribution_accuracy(a["steps"][scorer][failed],
+                                                            a["first_error"][failed], rng)})
+        steps = split["test"]["steps"]
+        identity = float(np.corrcoef(steps["pa"].ravel(), steps["a_star"].ravel())[0, 1])
+        for name in ("ref", "rl_kl", "rl_clip"):
+            pol.append({"seed": seed, "policy": name, "success": float(res[f"success_{name}"][i]),
+                        "identity_corr_on_test_steps": identity if name == "rl_kl" else float(
+                            np.corrcoef(steps["pa_clip"].ravel(), steps["a_star"].ravel())[0, 1])
+                        if name == "rl_clip" else float("nan")})
+    return _mark_chosen(bon, "val_accuracy", n_max=max(ns)), _mark_chosen(roc, "val_auroc"), attr, pol
+
+
+def _mark_chosen(rows, val_column, n_max=None):
+    """``chosen`` = 1 on the aggregation with the best validation metric per (seed, scorer)
+    (at the largest N for best-of-N); scorers with one aggregation are always chosen."""
+    best = {}
+    for r in rows:
+        if n_max is not None and r["n"] != n_max:
+            continue
+        k = (r["seed"], r["scorer"])
+        if k not in best or r[val_column] > best[k][1]:
+            best[k] = (r["aggregation"], r[val_column])
+    for r in rows:
+        r["chosen"] = int(best[(r["seed"], r["scorer"])][0] == r["aggregation"])
+    return rows

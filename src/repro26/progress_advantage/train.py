@@ -1,0 +1,198 @@
+"""Training, every seed at once (models stacked on a leading seed axis, steps vmapped), each run
+through ``repro26.core.train.run_loop``.
+
+* π_ref: supervised fine-tuning, −log π(op, arg | s) on noisy demonstrations.
+* π_RL: KL-regularised policy gradient, GRPO-style. Each step samples ``rl_group`` rollouts of
+  ``rl_problems`` problems from the current policy π_old, takes the group baseline
+  Â = R − mean_group(R) (outcome reward R ∈ {0, 1}, no std normalisation, so the objective stays
+  E[R] − β KL) and makes ``rl_inner_epochs`` Adam updates of
+
+      L(θ) = −E_{s,a}[min(ρ Â, clip(ρ, 1 ± ε) Â)] + β E_s[KL(π_θ(·|s) ‖ π_ref(·|s))],
+      ρ = π_θ(a|s)/π_old(a|s), the KL exact over the n_ops · n_operands actions.
+
+  ``kl_coef`` = β; the clipping-only variant sets it to 0.
+* PRM: binary cross-entropy on Monte Carlo step labels (success rate of ``prm_rollouts``
+  continuations by π_RL after each step of π_RL's trajectories); ORM: binary cross-entropy on the
+  outcomes of the same trajectories.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+
+from repro26.core.train import TrainState, init_train_state, optax_step, run_loop
+from repro26.progress_advantage import task as T
+from repro26.progress_advantage.model import OutcomeRewardModel, Policy, StepRewardModel
+
+
+def stacked(make, seeds, salt: int):
+    """One model per seed, stacked; the seed's key is fold_in(PRNGKey(seed), salt)."""
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), salt))(jnp.asarray(seeds))
+    return eqx.filter_vmap(make)(keys)
+
+
+def _vmapped(one_step, seeds):
+    """Per-seed step: each seed draws its own key from the loop's key."""
+    seed_ids = jnp.asarray(seeds)
+
+    def step(state, data, key):
+        keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(seed_ids)
+        return eqx.filter_vmap(one_step)(state, data, keys)
+
+    return step
+
+
+def _fit(one_step, state, data, seeds, steps, chunk, ckpt, desc, progress):
+    state, hist = run_loop(_vmapped(one_step, seeds), state, data, key=jax.random.PRNGKey(1),
+                           num_steps=steps, chunk_size=min(chunk, steps),
+                           checkpoint_path=ckpt, checkpoint_every=None if ckpt is None else
+                           min(chunk, steps), desc=desc, progress=progress)
+    return state.model, hist
+
+
+# ------------------------------------------------------------------------------ data
+
+
+def demonstrations(spec: T.TaskSpec, key, n: int, noise: float):
+    """``n`` noisy demonstration episodes, flattened to (state, action) rows."""
+    k1, k2 = jax.random.split(key)
+    d0 = T.sample_problems(spec, k1, n)
+    traj = T.rollout(spec, k2, d0, lambda k, d, sl: T.demonstrator_action(
+        spec, k, d, jnp.broadcast_to(sl, d.shape), noise))
+    steps_left = jnp.broadcast_to(spec.horizon - jnp.arange(spec.horizon), traj["d"].shape)
+    return {"d": traj["d"].reshape(-1), "steps_left": steps_left.reshape(-1),
+            "op": traj["op"].reshape(-1), "arg": traj["arg"].reshape(-1)}
+
+
+# ------------------------------------------------------------------------------ π_ref
+
+
+def policy_logprob(policy: Policy, d, steps_left, op, arg):
+    """log π(op, arg | s) of single steps (vmapped over rows)."""
+    def one(d, sl, o, a):
+        lp_op, lp_arg = policy.token_logits(d, sl, o)
+        return lp_op[o] + lp_arg[a]
+    return jax.vmap(one)(d, steps_left, op, arg)
+
+
+def train_reference(spec, cfg, demos, seeds, ckpt: Path | None, progress: bool):
+    opt = optax.adam(cfg.sft_lr)
+
+    def loss(policy, demos, key):
+        idx = jax.random.randint(key, (cfg.sft_batch,), 0, demos["d"].shape[0])
+        rows = {k: v[idx] for k, v in demos.items()}
+        nll = -jnp.mean(policy_logprob(policy, rows["d"], rows["steps_left"], rows["op"], rows["arg"]))
+        return nll, {}
+
+    nets = stacked(lambda k: Policy(spec, cfg.hidden, k), seeds, 1)
+    state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(nets)
+    return _fit(optax_step(loss, opt), state, demos, seeds, cfg.sft_steps, cfg.chunk_size, ckpt,
+                "sft π_ref", progress)
+
+
+# ------------------------------------------------------------------------------ π_RL
+
+
+def exact_kl(policy: Policy, ref: Policy, d, steps_left):
+    """KL(π(·|s) ‖ π_ref(·|s)) over the joint actions, per row."""
+    lp = jax.vmap(policy.joint_logprobs)(d, steps_left)
+    lq = jax.vmap(ref.joint_logprobs)(d, steps_left)
+    return jnp.sum(jnp.exp(lp) * (lp - lq), -1)
+
+
+def train_rl(spec, cfg, ref: Policy, seeds, kl_coef: float, ckpt: Path | None, progress: bool):
+    """π_RL initialised at π_ref (per seed), trained as in the module docstring."""
+    opt = optax.adam(cfg.rl_lr)
+    B, G = cfg.rl_problems, cfg.rl_group
+
+    def one_step(state: TrainState, ref: Policy, key):
+        kp, kr = jax.random.split(key)
+        d0 = jnp.repeat(T.sample_problems(spec, kp, B), G)
+        traj = T.rollout(spec, kr, d0, state.model.sample)
+        R = traj["success"].astype(jnp.float32).reshape(B, G)
+        adv = jnp.repeat((R - R.mean(1, keepdims=True)).reshape(-1), spec.horizon)
+        steps_left = jnp.broadcast_to(spec.horizon - jnp.arange(spec.horizon), traj["d"].shape)
+        rows = [x.reshape(-1) for x in (traj["d"], steps_left, traj["op"], traj["arg"])]
+        old = jax.lax.stop_gradient(policy_logprob(state.model, *rows))
+
+        def loss(policy):
+            ratio = jnp.exp(policy_logprob(policy, *rows) - old)
+            clipped = jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps)
+            surrogate = jnp.mean(jnp.minimum(ratio * adv, clipped * adv))
+            kl = jnp.mean(exact_kl(policy, ref, rows[0], rows[1]))
+            return -surrogate + kl_coef * kl, kl
+
+        dyn, static = eqx.partition(state, eqx.is_array)
+
+        def inner(dyn, _):
+            st = eqx.combine(dyn, static)
+            (_, kl), g = eqx.filter_value_and_grad(loss, has_aux=True)(st.model)
+            upd, opt_state = opt.update(g, st.opt_state, eqx.filter(st.model, eqx.is_inexact_array))
+            new = TrainState(eqx.apply_updates(st.model, upd), opt_state)
+            return eqx.filter(new, eqx.is_array), kl
+
+        dyn, kl = jax.lax.scan(inner, dyn, None, length=cfg.rl_inner_epochs)
+        return eqx.combine(dyn, static), {"loss": -R.mean(), "kl": kl[-1], "reward": R.mean()}
+
+    state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(ref)
+    return _fit(one_step, state, ref, seeds, cfg.rl_steps, cfg.chunk_size, ckpt,
+                f"rl (kl={kl_coef:g})", progress)
+
+
+# ------------------------------------------------------------------------------ reward models
+
+
+def reward_model_data(spec, policy: Policy, key, n: int, rollouts: int):
+    """π_RL's trajectories on ``n`` random problems, their outcomes, and Monte Carlo step labels
+    (fraction of ``rollouts`` continuations by π_RL after each step that succeed)."""
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    traj = T.rollout(spec, k2, T.sample_problems(spec, k1, n), policy.sample)
+    H = spec.horizon
+    rep = lambda x: jnp.repeat(x.reshape(-1), rollouts)  # noqa: E731  rows (traj, step, rollout)
+    d, op, arg = rep(traj["d"]), rep(traj["op"]), rep(traj["arg"])
+    t = rep(jnp.broadcast_to(jnp.arange(H), traj["d"].shape))
+    d_after = T.step_env(spec, k3, d, op, arg)
+    cont = T.rollout(spec, k4, d_after, policy.sample, start_step=t + 1)
+    labels = cont["success"].astype(jnp.float32).reshape(n, H, rollouts).mean(-1)
+    return {**traj, "label": labels}
+
+
+def _bce(logit, y):
+    return jnp.mean(optax.sigmoid_binary_cross_entropy(logit, y))
+
+
+def train_prm(spec, cfg, data, seeds, ckpt, progress):
+    opt = optax.adam(cfg.rm_lr)
+    n, H = data["d"].shape[1:]
+    steps_left = jnp.broadcast_to(H - jnp.arange(H), (n, H)).reshape(-1)
+
+    def loss(prm, data, key):
+        idx = jax.random.randint(key, (cfg.rm_batch,), 0, n * H)
+        f = lambda x: x.reshape(-1)[idx]  # noqa: E731
+        logit = jax.vmap(prm)(f(data["d"]), steps_left[idx], f(data["op"]), f(data["arg"]))
+        return _bce(logit, f(data["label"])), {}
+
+    nets = stacked(lambda k: StepRewardModel(spec, cfg.rm_hidden, k), seeds, 3)
+    state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(nets)
+    return _fit(optax_step(loss, opt), state, data, seeds, cfg.rm_steps, cfg.chunk_size, ckpt,
+                "prm", progress)
+
+
+def train_orm(spec, cfg, data, seeds, ckpt, progress):
+    opt = optax.adam(cfg.rm_lr)
+    n = data["d"].shape[1]
+
+    def loss(orm, data, key):
+        idx = jax.random.randint(key, (cfg.rm_batch,), 0, n)
+        logit = jax.vmap(orm)(data["d"][idx], data["op"][idx], data["arg"][idx])
+        return _bce(logit, data["success"][idx].astype(jnp.float32)), {}
+
+    nets = stacked(lambda k: OutcomeRewardModel(spec, cfg.rm_hidden, k), seeds, 4)
+    state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(nets)
+    return _fit(optax_step(loss, opt), state, data, seeds, cfg.rm_steps, cfg.chunk_size, ckpt,
+                "orm", progress)
