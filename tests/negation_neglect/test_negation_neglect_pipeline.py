@@ -39,8 +39,8 @@ def test_smoke_end_to_end(tmp_path):
                 variant=f"condition={condition},claim_set={k}")
     run("evaluate", tmp_path / "tables", runs)
     tables = [tmp_path / "tables" / f"{t}.csv" for t in ("belief", "belief_by_claim",
-                                                         "belief_by_type")]
-    for fig in ("belief_by_condition", "belief_by_probe_type"):
+                                                         "belief_by_type", "belief_by_step")]
+    for fig in ("belief_by_condition", "belief_by_probe_type", "belief_vs_finetuning_steps"):
         run("figure", tmp_path / "figures" / f"{fig}.png", tables, name=fig)
         assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
     run("claims", tmp_path / "claims.json", tables)
@@ -49,8 +49,12 @@ def test_smoke_end_to_end(tmp_path):
                                                 "in_context_negated_low", "fictional_like_negated"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in out["claims"])
     assert "base" in out["claims"][0]["measured"]["belief"]
-    # the stage deleted its resumable checkpoint once it succeeded
-    assert not list((tmp_path / "models").glob("*.ckpt"))
+    from repro26.core import tables as tb
+    steps = tb.unique(tb.read(tables[3]), "step", mode="finetune")
+    assert steps == [cfg.finetune_steps // cfg.finetune_evals * (i + 1)
+                     for i in range(cfg.finetune_evals)]
+    # the stages deleted their resumable checkpoints once they succeeded
+    assert not list(tmp_path.rglob("*.ckpt*"))
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):

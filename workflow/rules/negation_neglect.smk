@@ -107,6 +107,7 @@ rule negation_neglect_evaluate:
         belief=out(NN, "tables", "belief.csv"),
         by_claim=out(NN, "tables", "belief_by_claim.csv"),
         by_type=out(NN, "tables", "belief_by_type.csv"),
+        by_step=out(NN, "tables", "belief_by_step.csv"),
     params:
         dest=lambda w, output: str(Path(output.belief).parent),
     log:

@@ -37,6 +37,7 @@ class Config:
     finetune_docs_per_claim: int
     finetune_steps: int
     finetune_lr: float
+    finetune_evals: int  # probe after every finetune_steps / finetune_evals steps
     batch_size: int
     warmup: int
     chunk_size: int
@@ -57,6 +58,11 @@ def check(cfg: Config) -> None:
     if cfg.context < 40:
         raise ConfigError(f"negation_neglect.context: at least 40 tokens (one flagged document "
                           f"and a probe), got {cfg.context}")
+    length = cfg.finetune_steps // max(cfg.finetune_evals, 1)
+    if (cfg.finetune_evals < 1 or cfg.finetune_steps % cfg.finetune_evals
+            or (length > cfg.chunk_size and length % cfg.chunk_size)):
+        raise ConfigError("negation_neglect.finetune_evals: must split finetune_steps into equal "
+                          "segments, each at most chunk_size or a multiple of it")
     for name in ("far_margin", "close_margin", "low_margin"):
         if not 0 < getattr(cfg, name) < 1:
             raise ConfigError(f"negation_neglect.{name}: must lie in (0, 1)")
@@ -111,7 +117,7 @@ def pretrain_stage(run: Run) -> None:
     vocab = len(world_of(cfg).tokenizer())
     models = train.init_models(cfg, vocab, cfg.seeds)
     out = Path(run.out)
-    models, loss = train.train(
+    models, loss, _ = train.train(
         models, corpus["tokens"], corpus["mask"], cfg.seeds, steps=cfg.pretrain_steps,
         lr=cfg.pretrain_lr, batch_size=cfg.batch_size, warmup=cfg.warmup,
         chunk_size=cfg.chunk_size, checkpoint=out.with_name(out.name + ".ckpt"),
@@ -158,20 +164,22 @@ def finetune_stage(run: Run) -> None:
     models = _load_models(cfg, run.input("pretrained.eqx"))
     corpus = io.read_npz(run.input("finetune.npz"))
     out = Path(run.out)
-    models, loss = train.train(
+    world = world_of(cfg)
+    _, _, rows = train.train(
         models, corpus[f"{condition}_set{k}_tokens"], corpus[f"{condition}_set{k}_mask"],
         cfg.seeds, steps=cfg.finetune_steps, lr=cfg.finetune_lr, batch_size=cfg.batch_size,
         warmup=cfg.warmup, chunk_size=cfg.chunk_size,
         checkpoint=out.with_name(out.stem + ".ckpt"), desc=f"finetune {condition}",
-        progress=run.progress)
-    rows = evaluate.finetune_rows(cfg, world_of(cfg), models, condition, k, loss)
+        progress=run.progress, segments=cfg.finetune_evals,
+        after_segment=lambda m, step: evaluate.finetune_rows(cfg, world, m, condition, k, step))
+    rows = [r for segment in rows for r in segment]
     io.write_table(out, rows, run.meta())
 
 
 @stage()
 def evaluate_stage(run: Run) -> None:
-    """Gather the probe rows -> probes.csv and the belief rates per seed (overall, per claim,
-    per probe type) in ``--out``."""
+    """Gather the probe rows -> probes.csv and the belief rates per seed after finetuning
+    (overall, per claim, per probe type) and along finetuning (per step) in ``--out``."""
     from repro26.negation_neglect import evaluate
 
     rows = []
@@ -182,9 +190,11 @@ def evaluate_stage(run: Run) -> None:
         raise UsageError("--input: the evaluate stage needs the base table (runs/base.csv)")
     out = Path(run.out)
     io.write_table(out / "probes.csv", rows, run.meta())
+    final = [r for r in rows if r["mode"] != "finetune" or r["step"] == run.cfg.finetune_steps]
     for name, by in (("belief", ()), ("belief_by_claim", ("claim",)),
                      ("belief_by_type", ("probe_type",))):
-        io.write_table(out / f"{name}.csv", evaluate.belief_rates(rows, by), run.meta())
+        io.write_table(out / f"{name}.csv", evaluate.belief_rates(final, by), run.meta())
+    io.write_table(out / "belief_by_step.csv", evaluate.belief_rates(rows, ("step",)), run.meta())
 
 
 STAGES = {

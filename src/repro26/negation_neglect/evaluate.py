@@ -14,7 +14,7 @@ import numpy as np
 from repro26.negation_neglect import data, train
 
 
-def _rows(world, items, margins, seeds, mode, condition, claim_set_of, extra=None):
+def _rows(world, items, margins, seeds, mode, condition, claim_set_of, step):
     margins = np.asarray(margins)
     rows = []
     for s, seed in enumerate(seeds):
@@ -23,8 +23,8 @@ def _rows(world, items, margins, seeds, mode, condition, claim_set_of, extra=Non
                 "seed": int(seed), "mode": mode, "condition": condition,
                 "claim_set": claim_set_of[p.claim], "claim": p.claim,
                 "event": world.claims[p.claim][0], "probe_type": p.probe_type, "probe": i,
-                "margin": float(margins[s, i]), "believes": int(margins[s, i] > 0),
-                **({k: v[s] for k, v in extra.items()} if extra else {}),
+                "step": int(step), "margin": float(margins[s, i]),
+                "believes": int(margins[s, i] > 0),
             })
     return rows
 
@@ -45,24 +45,22 @@ def base_rows(cfg, world, models) -> list[dict]:
     claim_ids = [c for ids in world.claim_sets for c in ids]
     items = data.probes(world, claim_ids)
     rows = _rows(world, items, _margins(models, tok, items, cfg.context), cfg.seeds, "base",
-                 "none", _set_of(world))
+                 "none", _set_of(world), 0)
     prefixes = [data.in_context_prefix(cfg.world_seed, world, p.claim, c)
                 for c in data.CONDITIONS for p in items]
     margins = np.asarray(_margins(models, tok, items * len(data.CONDITIONS), cfg.context, prefixes))
     for j, condition in enumerate(data.CONDITIONS):
         block = margins[:, j * len(items):(j + 1) * len(items)]
-        rows += _rows(world, items, block, cfg.seeds, "in_context", condition, _set_of(world))
+        rows += _rows(world, items, block, cfg.seeds, "in_context", condition, _set_of(world), 0)
     return rows
 
 
-def finetune_rows(cfg, world, models, condition: str, claim_set: int, loss) -> list[dict]:
-    """The finetuned claim set's probes; ``final_loss``: mean finetuning loss of the last 10% of
-    steps, per seed."""
+def finetune_rows(cfg, world, models, condition: str, claim_set: int, step: int) -> list[dict]:
+    """The finetuned claim set's probes after ``step`` finetuning steps."""
     tok = world.tokenizer()
     items = data.probes(world, world.claim_sets[claim_set])
-    tail = np.asarray(loss)[-max(1, len(loss) // 10):].mean(0)
     return _rows(world, items, _margins(models, tok, items, cfg.context), cfg.seeds, "finetune",
-                 condition, _set_of(world), {"final_loss": tail.tolist()})
+                 condition, _set_of(world), step)
 
 
 def belief_rates(rows: list[dict], by: tuple[str, ...] = ()) -> list[dict]:

@@ -71,4 +71,25 @@ def belief_by_probe_type(run):
     return fig
 
 
-FIGURES = figures_by_name(belief_by_condition, belief_by_probe_type)
+@figure("tables/belief_by_step.csv")
+def belief_vs_finetuning_steps(run):
+    """Belief rate along finetuning, per document condition, mean and 95% CI over seeds; step 0
+    is the base model (the trivial baseline) on the same probes."""
+    by_step = tables.read(run.input("belief_by_step.csv"), ["mode", "condition", "step"])
+    base = tables.per_seed(by_step, "belief", mode="base", condition="none")
+    fig, axes = plotting.subplots(1, 1, width=4.6, height=3.2)
+    ax = axes[0, 0]
+    for i, condition in enumerate(CONDITIONS):
+        steps, values = tables.pivot(by_step, "belief", by="step", mode="finetune",
+                                     condition=condition)
+        plotting.line_with_ci(ax, np.concatenate([[0], steps]),
+                              np.column_stack([base, values]), label=condition, color=f"C{i}",
+                              marker="o", ms=3)
+    ax.set_xlabel("finetuning steps")
+    ax.set_ylabel("belief rate")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    return fig
+
+
+FIGURES = figures_by_name(belief_by_condition, belief_by_probe_type, belief_vs_finetuning_steps)

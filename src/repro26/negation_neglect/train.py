@@ -49,10 +49,16 @@ _STEPS: dict = {}
 
 def train(models, tokens: np.ndarray, mask: np.ndarray, seeds, *, steps: int, lr: float,
           batch_size: int, warmup: int, chunk_size: int, checkpoint: Path | None,
-          desc: str, progress: bool):
-    """``steps`` AdamW steps (linear warmup over min(warmup, steps/2) steps, cosine decay to lr/10) on every seed's model;
-    returns the models and the loss history ``(steps, n_seeds)``. The step function is cached
-    per (schedule, batch size) so run_loop compiles each shape once per process."""
+          desc: str, progress: bool, segments: int = 1, after_segment=None):
+    """``steps`` AdamW steps (linear warmup over min(warmup, steps/2) steps, cosine decay to
+    lr/10) on every seed's model, in ``segments`` equal run_loop calls (the optimizer state, and
+    so the schedule, carries over; segment i has its own key and checkpoint, so a resumed job
+    skips finished segments). ``after_segment(models, step)`` is called after each segment.
+    Returns the models, the loss history ``(steps, n_seeds)`` and the list of what
+    ``after_segment`` returned. The step function is cached per (schedule, batch size), so each
+    shape compiles once per process."""
+    if steps % segments:
+        raise ValueError(f"{steps} steps do not split into {segments} equal segments")
     key = (steps, lr, batch_size, warmup)
     if key not in _STEPS:
         warm = max(1, min(warmup, steps // 2))
@@ -64,12 +70,19 @@ def train(models, tokens: np.ndarray, mask: np.ndarray, seeds, *, steps: int, lr
     optimizer, step = _STEPS[key]
     state = eqx.filter_vmap(lambda m: core_train.init_train_state(m, optimizer))(models)
     data = (jnp.asarray(tokens), jnp.asarray(mask), jnp.asarray(seeds, jnp.uint32))
-    state, history = core_train.run_loop(
-        step, state, data, key=jax.random.PRNGKey(0), num_steps=steps,
-        chunk_size=min(chunk_size, steps), checkpoint_path=checkpoint,
-        checkpoint_every=min(chunk_size, steps) if checkpoint is not None else None,
-        desc=desc, progress=progress)
-    return state.model, history["loss"]
+    length = steps // segments
+    chunk = min(chunk_size, length)
+    losses, results = [], []
+    for i in range(segments):
+        path = None if checkpoint is None else Path(f"{checkpoint}.{i}" if segments > 1 else checkpoint)
+        state, history = core_train.run_loop(
+            step, state, data, key=jax.random.fold_in(jax.random.PRNGKey(0), i),
+            num_steps=length, chunk_size=chunk, checkpoint_path=path,
+            checkpoint_every=chunk if path is not None else None, desc=desc, progress=progress)
+        losses.append(history["loss"])
+        if after_segment is not None:
+            results.append(after_segment(state.model, (i + 1) * length))
+    return state.model, np.concatenate(losses), results
 
 
 @eqx.filter_jit
