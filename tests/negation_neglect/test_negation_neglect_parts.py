@@ -197,3 +197,27 @@ def test_claims_comparing_with_assert_need_assert_to_work():
     for make in (claims.negated_claim, claims.local_claim):
         claim = make(*_tables(broken), _Cfg())
         assert claim.verdict == "inconclusive" and "asserted" in claim.inconclusive_reason
+
+
+def test_segmented_training_resumes_from_its_checkpoints(world, tmp_path):
+    """Finetuning in segments with checkpoints: a rerun loads every finished segment and ends at
+    the same parameters as the first run, which equal those of a run without checkpoints."""
+    import types
+
+    from repro26.negation_neglect import train
+
+    cfg = types.SimpleNamespace(context=48, d_model=16, n_layers=1, n_heads=2, d_ff=32)
+    tokens, mask = data.pretraining_corpus(1, world, 16, 48)
+    models = train.init_models(cfg, len(world.tokenizer()), (0, 1))
+    kw = dict(steps=4, lr=1e-3, batch_size=4, warmup=1, chunk_size=2, desc="t", progress=False,
+              segments=2, after_segment=lambda m, step: step)
+    first, loss, steps = train.train(models, tokens, mask, (0, 1), checkpoint=tmp_path / "c", **kw)
+    assert steps == [2, 4] and loss.shape == (4, 2)
+    assert sorted(p.name for p in tmp_path.glob("c.?")) == ["c.0", "c.1"]
+    again, loss2, _ = train.train(models, tokens, mask, (0, 1), checkpoint=tmp_path / "c", **kw)
+    plain, _, _ = train.train(models, tokens, mask, (0, 1), checkpoint=None, **kw)
+    leaves = lambda m: jax.tree.leaves(eqx.filter(m, eqx.is_array))  # noqa: E731
+    for a, b, c in zip(leaves(first), leaves(again), leaves(plain)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, atol=1e-6)
+    np.testing.assert_array_equal(loss, loss2)

@@ -75,7 +75,7 @@ def _measured(belief, by_claim, far: float, parts: dict, needs_assert: bool, **r
         out["needs_assert"] = True
     out["per_claim"] = {
         f"{mode}:{cond}": {int(c): summary(tables.per_seed(by_claim, "belief", mode=mode,
-                                                           condition=cond, claim=c))["mean"]
+                                                           condition=cond, claim=c))
                            for c in tables.unique(by_claim, "claim")}
         for mode, cond in (("base", "none"), *(k.split(":") for k in rates_))}
     return out

@@ -43,7 +43,7 @@ def belief_by_condition(run):
                       "corrected"])
     ax.set_ylabel("belief rate")
     ax.set_ylim(0, 1.05)
-    ax.legend(loc="upper right", frameon=False)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
     return fig
 
 
@@ -67,7 +67,7 @@ def belief_by_probe_type(run):
     ax.set_xticks(x, [t.replace("_", "/") for t in PROBE_TYPES])
     ax.set_ylabel("belief rate after finetuning")
     ax.set_ylim(0, 1.05)
-    ax.legend(ncol=3, fontsize=7, frameon=False, loc="upper left")
+    ax.legend(ncol=6, fontsize=7, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     return fig
 
 
@@ -85,10 +85,11 @@ def belief_vs_finetuning_steps(run):
         plotting.line_with_ci(ax, np.concatenate([[0], steps]),
                               np.column_stack([base, values]), label=condition, color=f"C{i}",
                               marker="o", ms=3)
+    ax.set_xticks(np.concatenate([[0], steps]))
     ax.set_xlabel("finetuning steps")
     ax.set_ylabel("belief rate")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
 
