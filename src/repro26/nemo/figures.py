@@ -49,7 +49,10 @@ def arousal_curves(run):
     axes[0, 0].set(xlabel="arousal a", ylabel="receptivity ρ(a)", title="arousal curves")
     axes[0, 1].set(xlabel="arousal a", ylabel="soothing need p_emo",
                    title="need preference", ylim=(0, 1))
-    axes[0, 0].legend(loc="upper right", fontsize=7)
+    axes[0, 0].plot([], [], "-", color="0.3", label="MindFlow (Gaussian)")
+    axes[0, 0].plot([], [], "--", color="0.3", label="logit family (tent)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.05), ncol=5, fontsize=7)
     return fig
 
 
