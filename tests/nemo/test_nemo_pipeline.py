@@ -1,0 +1,76 @@
+"""nemo end to end at smoke scale through the stage functions (the CLI's path), and bad input."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from repro26.core.cli import main, resolve_run_config, run_stage
+from repro26.core.config import ConfigError, UsageError
+from repro26.nemo import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return resolve_run_config(cli, "nemo", ROOT / "config" / "config.yaml", "smoke")
+
+
+@pytest.mark.slow
+def test_smoke_end_to_end(tmp_path, smoke):
+    scale, cfg, _ = smoke
+
+    def run(stage, out, inputs=(), variant=None, name=None):
+        run_stage("nemo", stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
+                  inputs=inputs, progress=False)
+
+    run("data", tmp_path / "data")
+    personas = tmp_path / "data" / "personas.npz"
+    evals, learning = [], []
+    for method in cli.METHODS:
+        inputs = [personas]
+        if method in cli.TRAINED:
+            run("train", tmp_path / "runs" / method, variant=f"method={method}")
+            inputs.append(tmp_path / "runs" / method / "policy.ckpt")
+            learning.append(tmp_path / "runs" / method / "learning.csv")
+        evals.append(tmp_path / "eval" / f"{method}.csv")
+        run("evaluate", evals[-1], inputs, variant=f"method={method}")
+    run("gather", tmp_path / "tables", [*evals, *learning])
+    returns = (tmp_path / "tables" / "returns.csv").read_text()
+    assert "alt_family" in returns and "rule_based" in returns
+    for fig, table in (("arousal_curves", "data/arousal_curves.csv"),
+                       ("learning_curves", "tables/learning.csv"),
+                       ("return_plane", "tables/returns.csv"), ("sim2sim", "tables/returns.csv")):
+        run("figure", tmp_path / "figures" / f"{fig}.png", [tmp_path / table], name=fig)
+        assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
+    run("claims", tmp_path / "claims.json", [tmp_path / "tables" / "returns.csv"])
+    result = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["id"] for c in result["claims"]] == ["improves_both_user_states",
+                                                   "advantage_under_sim2sim"]
+    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in result["claims"])
+
+
+def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "config.yaml"
+    bad.write_text("scale: smoke\nnemo:\n  common: {horizon: long}\n  smoke: {}\n  small: {}\n"
+                   "  paper: {}\n")
+    assert main(["nemo", "data", "--config", str(bad), "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "horizon" in err[0]
+
+
+def test_inconsistent_config_is_a_config_error(smoke):
+    _, cfg, _ = smoke
+    with pytest.raises(ConfigError, match="strategy_effects"):
+        cli.check(dataclasses.replace(cfg, strategy_effects={"question": (0.1, 0.1)}))
+    with pytest.raises(ConfigError, match="fixed_weight"):
+        cli.check(dataclasses.replace(cfg, fixed_weight=1.5))
+
+
+@pytest.mark.parametrize("variant", ["nemo", "method=nope", "method=random,x=1"])
+def test_train_variant_must_name_a_trained_method(tmp_path, variant):
+    with pytest.raises(UsageError, match="--variant"):
+        run_stage("nemo", "train", config=ROOT / "config" / "config.yaml", scale="smoke",
+                  out=tmp_path / "x", variant=variant, progress=False)
