@@ -162,18 +162,22 @@ def train_seeds(name: str, loss: str, train_fields, cfg, seeds, progress=False, 
 
 def rollout_seeds(states, norm, test_fields, params, dx: float):
     """Rollout of every seed's model from frame 1 of each test trajectory through the last frame;
-    per-step metrics (seed, traj, steps) and the trivial baselines' (traj, steps)."""
-    scale = norm.std
+    per-step metrics, arrays (seed, traj, steps)."""
+    return _rollout_all(states, norm, test_fields, params["gamma_b"], params["p_inf_b"], dx)
+
+
+@eqx.filter_jit
+def _rollout_all(states, norm, test_fields, gamma_b, p_inf_b, dx):
     steps = test_fields.shape[1] - 2
 
     def one_model(model):
         def traj(f, gb, pinf):
             z = model_rollout_norm(model, norm, f[1], steps)
-            return evaluate.rollout_metrics(z, f[2:], scale, gb, pinf, dx)
+            return evaluate.rollout_metrics(z, f[2:], norm.std, gb, pinf, dx)
 
-        return jax.vmap(traj)(test_fields, params["gamma_b"], params["p_inf_b"])
+        return jax.vmap(traj)(test_fields, gamma_b, p_inf_b)
 
-    return eqx.filter_jit(eqx.filter_vmap(lambda s: one_model(s.model)))(states)
+    return eqx.filter_vmap(lambda s: one_model(s.model))(states)
 
 
 def model_rollout_norm(model, norm, x0, steps):
@@ -205,19 +209,19 @@ def time_per_step(losses_to_time, train_fields, cfg, steps: int, repeats: int, n
         single = make_step(loss, optimizer, cfg)
 
         @eqx.filter_jit
-        def run(state, key, single=single):
+        def run(state, key, batch, single=single):
             def body(s, k):
-                s, m = single(s, (X, Y), k)
+                s, m = single(s, batch, k)
                 return s, m["loss"]
             return jax.lax.scan(body, state, jax.random.split(key, steps))
 
         states[loss] = init_state(name, loss, c, (h, w), cfg, optimizer, jax.random.PRNGKey(0))
         runners[loss] = run
-        jax.block_until_ready(run(states[loss], jax.random.PRNGKey(1)))  # compile
+        jax.block_until_ready(run(states[loss], jax.random.PRNGKey(1), (X, Y)))  # compile
     times = {loss: [] for loss in losses_to_time}
     for r in range(repeats):
         for loss in losses_to_time:
             t0 = time.perf_counter()
-            jax.block_until_ready(runners[loss](states[loss], jax.random.PRNGKey(2 + r)))
+            jax.block_until_ready(runners[loss](states[loss], jax.random.PRNGKey(2 + r), (X, Y)))
             times[loss].append((time.perf_counter() - t0) / steps)
     return times
