@@ -46,7 +46,7 @@ def sod_vs_exact(run):
     ax.xaxis.set_minor_formatter(plt_ticker.NullFormatter())
     ax.set_xlabel("cells n")
     ax.set_ylabel("L1 error of ρ")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=6, loc="lower left")
     fig.tight_layout()
     return fig
 
@@ -136,6 +136,7 @@ def metric_heatmap(run):
             if c in evaluate.HIGHER_IS_BETTER or c == "stability":
                 score[:, j] *= -1
         ax.imshow(np.clip(score, -1, 1), cmap="coolwarm", vmin=-1, vmax=1, aspect="auto")
+        ax.grid(False)
         for i in range(len(entries)):
             for j in range(len(cols)):
                 ax.text(j, i, f"{means[i, j]:.2g}", ha="center", va="center", fontsize=5.5)
