@@ -1,0 +1,243 @@
+"""Stages of ``repro26 neptuna <stage>`` and the method's typed config.
+
+validate (solver vs exact Riemann solutions) ; data (one job per dataset) -> train (one job per
+dataset, model and loss, every seed) -> evaluate (gathers, adds the trivial baselines) ;
+timing (time per training step of MSE-only, SoftAdapt and GradNorm, in one job). Figures and
+claims come from core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from repro26.core import io
+from repro26.core.cli import Run
+from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seeds: tuple[int, ...]
+    datasets: tuple[str, ...]
+    models: tuple[str, ...]
+    losses: tuple[str, ...]  # studied on `loss_model`; the other models train with mse
+    nx: int
+    ny: int
+    n_traj: int
+    n_test: int
+    n_frames: int
+    train_steps: int
+    sod_ns: tuple[int, ...]
+    coarsen: int = 2  # surrogates see the fields average-pooled by this factor
+    loss_model: str = "unet"
+    data_seed: int = 0
+    cfl: float = 0.4
+    batch_size: int = 4
+    lr: float = 0.001
+    chunk_size: int = 50
+    unet_width: int = 8
+    fno_width: int = 16
+    fno_modes: int = 8
+    fno_layers: int = 3
+    vit_patch: int = 4
+    vit_dim: int = 32
+    vit_depth: int = 2
+    vit_heads: int = 4
+    interface_gamma: float = 10.0
+    interface_tau: float = 0.1
+    softadapt_beta: float = 0.1
+    gradnorm_lr: float = 0.025
+    gradnorm_a: float = 1.5
+    timing_steps: int = 10
+    timing_repeats: int = 7
+    timing_dataset: str = "bubble"
+
+
+def _check(cfg: Config) -> None:
+    from repro26.neptuna import data, losses, model
+
+    for field, values, allowed in (("datasets", cfg.datasets, data.DATASETS),
+                                   ("models", cfg.models, model.MODELS),
+                                   ("losses", cfg.losses, losses.LOSSES)):
+        bad = [v for v in values if v not in allowed]
+        if bad or not values:
+            raise ConfigError(f"neptuna.{field}: {bad or 'empty'} not allowed; use "
+                              f"{', '.join(allowed)}")
+    if "mse" not in cfg.losses:
+        raise ConfigError("neptuna.losses: must include mse (the reference of the loss study)")
+    if cfg.loss_model not in cfg.models:
+        raise ConfigError(f"neptuna.loss_model: {cfg.loss_model!r} must be one of models")
+    if cfg.timing_dataset not in cfg.datasets:
+        raise ConfigError(f"neptuna.timing_dataset: {cfg.timing_dataset!r} must be one of datasets")
+    unit = 4 * cfg.coarsen * max(1, cfg.vit_patch // 4)
+    if cfg.nx % unit or cfg.ny % unit:
+        raise ConfigError(f"neptuna.nx, ny: must be multiples of {unit} (U-Net depth 2, "
+                          f"coarsen {cfg.coarsen}, ViT patch {cfg.vit_patch})")
+    if not 1 <= cfg.n_test < cfg.n_traj:
+        raise ConfigError(f"neptuna.n_test: must lie in [1, n_traj), got {cfg.n_test}")
+    if cfg.n_frames < 4:
+        raise ConfigError(f"neptuna.n_frames: at least 4, got {cfg.n_frames}")
+
+
+def runs(cfg: Config) -> list[tuple[str, str, str]]:
+    """(dataset, model, loss) of every training job."""
+    out = []
+    for ds in cfg.datasets:
+        for m in cfg.models:
+            for loss in (cfg.losses if m == cfg.loss_model else ("mse",)):
+                out.append((ds, m, loss))
+    return out
+
+
+@stage()
+def validate_stage(run: Run) -> None:
+    """Solver vs the exact Riemann solutions (Sod, two-material tubes) and the moving-contact test."""
+    from repro26.neptuna import validation
+
+    rows, profile = validation.run_all(run.cfg.sod_ns, run.cfg.cfl)
+    out = Path(run.out)
+    io.write_table(out / "validation.csv", rows, run.meta())
+    io.write_table(out / "sod_profile.csv", profile, run.meta())
+
+
+@stage({"dataset": str})
+def data_stage(run: Run) -> None:
+    """One dataset's trajectories (HDF5) and the reference trajectory's snapshots (npz)."""
+    from repro26.neptuna import data
+
+    cfg = run.cfg
+    _check(cfg)
+    ds = run.variant["dataset"]
+    if ds not in cfg.datasets:
+        raise UsageError(f"--variant dataset: {ds!r} is not configured; allowed: "
+                         f"{', '.join(cfg.datasets)}")
+    fields, cs, steps, t_end = data.generate(ds, cfg.n_traj, cfg.n_frames, cfg.nx, cfg.ny,
+                                             cfg.data_seed, cfg.cfl)
+    if not np.all(np.isfinite(fields)):
+        raise RuntimeError(f"{ds}: the solver produced non-finite values")
+    out = Path(run.out)
+    data.write_h5(out.with_suffix(".h5"), fields, cs, steps, t_end,
+                  {"dataset": ds, "lx": data.LX, "ly": data.LY, "n_test": cfg.n_test,
+                   **{k: str(v) for k, v in run.meta().items()}})
+    idx = np.linspace(0, cfg.n_frames - 1, 4).round().astype(int)
+    io.write_npz(out.with_name(f"{ds}_snapshots.npz"), compressed=True,
+                 fields=fields[0, idx], times=idx * t_end[0] / (cfg.n_frames - 1),
+                 params=np.asarray(cs[0][:3]))
+
+
+def _load(path, cfg: Config):
+    """(train fields, test fields, test params, dx) after coarsening."""
+    from repro26.neptuna import data, train
+
+    fields, params, _ = data.read_h5(path)
+    f = np.asarray(train.coarsen(fields, cfg.coarsen))
+    n = f.shape[0] - cfg.n_test
+    test_params = {k: v[n:] for k, v in params.items()}
+    return f[:n], f[n:], test_params, data.LX / f.shape[-1]
+
+
+@stage({"dataset": str, "model": str, "loss": str})
+def train_stage(run: Run) -> None:
+    """One surrogate with one loss on one dataset, every seed; rollout metrics on the test set."""
+    import jax.numpy as jnp
+
+    from repro26.neptuna import evaluate, train
+
+    cfg = run.cfg
+    _check(cfg)
+    key = (run.variant["dataset"], run.variant["model"], run.variant["loss"])
+    if key not in runs(cfg):
+        raise UsageError(f"--variant: {key} is not a configured (dataset, model, loss) run")
+    if not run.inputs:
+        raise UsageError("--input: the train stage needs the dataset's .h5 file")
+    tr, te, params, dx = _load(run.inputs[0], cfg)
+    states, history, norm = train.train_seeds(key[1], key[2], tr, cfg, cfg.seeds,
+                                              progress=run.progress)
+    per = train.rollout_seeds(states, norm, jnp.asarray(te),
+                              {k: jnp.asarray(v) for k, v in params.items()}, dx)
+    rows = []
+    for i, seed in enumerate(cfg.seeds):
+        s = evaluate.summarise({k: np.asarray(v)[i] for k, v in per.items()})
+        rows.append({"dataset": key[0], "model": key[1], "loss": key[2], "seed": seed, **s})
+    out = Path(run.out)
+    io.write_table(out, rows, run.meta())
+    io.write_npz(out.with_suffix(".npz"),
+                 nrmse_by_step=np.nanmean(np.asarray(per["nrmse"]), axis=1),  # (seed, steps)
+                 weights=np.asarray(history["weights"]),  # (steps, seed, 4)
+                 terms=np.asarray(history["terms"]))
+
+
+@stage()
+def evaluate_stage(run: Run) -> None:
+    """Gather the runs into metrics.csv, rollout.csv, weights.csv, with the trivial baselines."""
+    import jax.numpy as jnp
+
+    from repro26.neptuna import evaluate, losses, train
+
+    cfg = run.cfg
+    metrics, rollout, weights = [], [], []
+    h5 = [Path(p) for p in run.inputs if str(p).endswith(".h5")]
+    csvs = [Path(p) for p in run.inputs if str(p).endswith(".csv")]
+    if not h5 or not csvs:
+        raise UsageError("--input: the evaluate stage needs the datasets (.h5) and the run tables")
+    for path in h5:
+        ds = path.stem
+        tr, te, params, dx = _load(path, cfg)
+        norm = train.Normaliser.fit(tr)
+        per = train.baseline_metrics(te, {k: jnp.asarray(v) for k, v in params.items()},
+                                     norm.std, dx)
+        for b in evaluate.BASELINES:
+            summary = evaluate.summarise({k: np.asarray(v) for k, v in per[b].items()})
+            for seed in cfg.seeds:  # deterministic: the same value for every seed
+                metrics.append({"dataset": ds, "model": b, "loss": "-", "seed": seed, **summary})
+            curve = np.nanmean(np.asarray(per[b]["nrmse"]), axis=0)
+            rollout += [{"dataset": ds, "model": b, "loss": "-", "seed": cfg.seeds[0],
+                         "step": k + 1, "nrmse": float(v)} for k, v in enumerate(curve)]
+    for path in csvs:
+        table = io.read_table(path)
+        rows = [dict(zip(table, vals)) for vals in zip(*table.values())]
+        metrics += rows
+        arrays = io.read_npz(path.with_suffix(".npz"))
+        ds, m, loss = rows[0]["dataset"], rows[0]["model"], rows[0]["loss"]
+        for i, seed in enumerate(cfg.seeds):
+            rollout += [{"dataset": ds, "model": m, "loss": loss, "seed": seed, "step": k + 1,
+                         "nrmse": float(v)} for k, v in enumerate(arrays["nrmse_by_step"][i])]
+            w = arrays["weights"][:, i]
+            stride = max(1, len(w) // 50)
+            weights += [{"dataset": ds, "model": m, "loss": loss, "seed": seed, "step": k,
+                         **{f"w_{t}": float(w[k, j]) for j, t in enumerate(losses.TERMS)}}
+                        for k in range(0, len(w), stride)]
+    out = Path(run.out)
+    io.write_table(out / "metrics.csv", metrics, run.meta())
+    io.write_table(out / "rollout.csv", rollout, run.meta())
+    io.write_table(out / "weights.csv", weights, run.meta())
+
+
+@stage()
+def timing_stage(run: Run) -> None:
+    """Seconds per training step of MSE-only, SoftAdapt and GradNorm, interleaved repeats."""
+    cfg = run.cfg
+    _check(cfg)
+    from repro26.neptuna import train
+
+    if not run.inputs:
+        raise UsageError("--input: the timing stage needs the timing dataset's .h5 file")
+    tr, _, _, _ = _load(run.inputs[0], cfg)
+    times = train.time_per_step(("mse", "softadapt", "gradnorm"), tr, cfg, cfg.timing_steps,
+                                cfg.timing_repeats, cfg.loss_model)
+    rows = [{"loss": loss, "repeat": r, "seconds_per_step": t}
+            for loss, ts in times.items() for r, t in enumerate(ts)]
+    io.write_table(run.out, rows, run.meta())
+
+
+STAGES = {
+    "validate": validate_stage,
+    "data": data_stage,
+    "train": train_stage,
+    "evaluate": evaluate_stage,
+    "timing": timing_stage,
+}

@@ -1,0 +1,114 @@
+"""Training losses and their balancing, on normalised fields (B, C, H, W), channel 4 = α.
+
+The four terms, each a mean over the batch:
+
+* MSE          L_mse = ⟨(ŷ − y)²⟩
+* Sobolev      L_h1  = ⟨|∇(ŷ − y)|²⟩ (forward differences; MSE + L_h1 is the H¹ loss)
+* interface    L_if  = ⟨w (ŷ − y)²⟩,  w = 1 + γ 1[|∇α_y| > τ] (cells on the true interface)
+* structure    L_ss  = 1 − SSIM(ŷ, y) (Gaussian 7×7 window σ = 1.5, Wang et al. 2004)
+
+Fixed composites: ``sobolev`` = L_mse + L_h1, ``interface`` = L_if, ``ssim`` = L_mse + L_ss.
+Adaptive: Σ w_i L_i over all four with
+
+* SoftAdapt (Heydari et al. 2019) from the slopes s_i = L_i(t) − L_i(t−1):
+  plain w = softmax(β s); normalised w = softmax(β s / Σ|s_j|); loss-weighted
+  w_i = L_i e^{β s_i} / Σ_j L_j e^{β s_j};
+* GradNorm (Chen et al. 2018): learned w, moved by the gradient of Σ_i |G_i − Ḡ r_i^a| with
+  G_i = ‖∇_head w_i L_i‖ (the last shared layer), r_i = (L_i/L_i(0)) / mean_j(L_j/L_j(0)),
+  the target held constant; then w ≥ 0 renormalised to sum 1.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+ALPHA = 4  # channel index of the volume fraction
+TERMS = ("mse", "h1", "interface", "ssim")
+FIXED = {"mse": (1.0, 0.0, 0.0, 0.0), "sobolev": (1.0, 1.0, 0.0, 0.0),
+         "interface": (0.0, 0.0, 1.0, 0.0), "ssim": (1.0, 0.0, 0.0, 1.0)}
+ADAPTIVE = ("softadapt", "softadapt_norm", "softadapt_lw", "gradnorm")
+LOSSES = (*FIXED, *ADAPTIVE)
+
+
+def _gaussian_window(size: int = 7, sigma: float = 1.5):
+    x = jnp.arange(size) - (size - 1) / 2
+    g = jnp.exp(-(x**2) / (2 * sigma**2))
+    return g / g.sum()
+
+
+def _blur(x):
+    """Separable Gaussian filter of (..., H, W) fields, 'valid' region."""
+    g = _gaussian_window()
+    k = g.size
+    h, w = x.shape[-2:]
+    rows = sum(g[i] * x[..., i:h - k + 1 + i, :] for i in range(k))
+    return sum(g[i] * rows[..., :, i:w - k + 1 + i] for i in range(k))
+
+
+def ssim(a: Float[Array, "... H W"], b: Float[Array, "... H W"], data_range=None):
+    """Mean SSIM per leading index of two fields; ``data_range`` defaults to the range of ``b``
+    over its last two axes. Equals 1 exactly when a = b."""
+    if data_range is None:
+        data_range = jnp.max(b, (-2, -1)) - jnp.min(b, (-2, -1))
+    L = jnp.maximum(data_range, 1e-6)[..., None, None]
+    c1, c2 = (0.01 * L) ** 2, (0.03 * L) ** 2
+    mu_a, mu_b = _blur(a), _blur(b)
+    var_a = _blur(a * a) - mu_a**2
+    var_b = _blur(b * b) - mu_b**2
+    cov = _blur(a * b) - mu_a * mu_b
+    s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2))
+    return s.mean((-2, -1))
+
+
+def grad2(x):
+    """Forward differences (∂_x, ∂_y) of (..., H, W), cropped to a common (H−1, W−1)."""
+    return x[..., :-1, 1:] - x[..., :-1, :-1], x[..., 1:, :-1] - x[..., :-1, :-1]
+
+
+def interface_weight(alpha_true, gamma: float, tau: float):
+    """w = 1 + γ 1[|∇α| > τ] on the (H−1, W−1) grid of :func:`grad2`, padded back to (H, W)."""
+    gx, gy = grad2(alpha_true)
+    on = (jnp.sqrt(gx**2 + gy**2) > tau).astype(alpha_true.dtype)
+    on = jnp.pad(on, [(0, 0)] * (on.ndim - 2) + [(0, 1), (0, 1)], mode="edge")
+    return 1.0 + gamma * on
+
+
+def loss_terms(pred, target, gamma: float = 10.0, tau: float = 0.1) -> Float[Array, "4"]:
+    """(L_mse, L_h1, L_if, L_ss) of a batch."""
+    err = pred - target
+    gx, gy = grad2(err)
+    w = interface_weight(target[:, ALPHA], gamma, tau)[:, None]
+    return jnp.stack([
+        jnp.mean(err**2),
+        jnp.mean(gx**2 + gy**2),
+        jnp.mean(w * err**2),
+        1.0 - jnp.mean(ssim(pred, target)),
+    ])
+
+
+def softadapt_weights(current, previous, variant: str = "softadapt", beta: float = 0.1):
+    """SoftAdapt weights from the loss slopes s = current − previous (sum to one)."""
+    s = current - previous
+    if variant == "softadapt_norm":
+        s = s / (jnp.sum(jnp.abs(s)) + 1e-12)
+    z = beta * s
+    z = z - jnp.max(z)
+    e = jnp.exp(z)
+    if variant == "softadapt_lw":
+        e = current * e
+    return e / jnp.sum(e)
+
+
+def gradnorm_update(weights, head_grad_norms, terms, initial_terms, lr: float, a: float = 1.5):
+    """One GradNorm step on the weights. ``head_grad_norms[i]`` = ‖∇_head L_i‖ (unweighted), so
+    G_i = w_i ‖∇_head L_i‖ and ∂/∂w_i Σ_j |G_j − target_j| = sign(G_i − target_i) ‖∇_head L_i‖
+    with the target Ḡ r_i^a held constant. Equal terms give G_i = target_i: weights unchanged."""
+    G = weights * head_grad_norms
+    ratio = terms / initial_terms
+    r = ratio / jnp.mean(ratio)
+    target = jax.lax.stop_gradient(jnp.mean(G) * r**a)
+    grad_w = jnp.sign(G - target) * head_grad_norms
+    w = jnp.maximum(weights - lr * grad_w, 1e-4)
+    return w / jnp.sum(w)

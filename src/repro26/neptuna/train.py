@@ -1,0 +1,227 @@
+"""Autoregressive next-step training of one surrogate with one loss, every seed at once
+(``vmap`` over seeds inside ``repro26.core.train.run_loop``), then rollout evaluation.
+
+The loss is Σ_i w_i L_i over the four terms of :mod:`losses`; the weights are fixed (``mse``,
+``sobolev``, ``interface``, ``ssim``), SoftAdapt weights from the slopes of an exponential moving
+average (decay 0.9) of the terms, or GradNorm's learned weights. The weights used at a step were
+computed from the previous steps, so each step takes one gradient of the network.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from repro26.core.train import run_loop
+from repro26.neptuna import evaluate, losses, model as models
+
+EMA = 0.9
+
+
+class BalanceState(eqx.Module):
+    """Network, optimiser state and the loss-balancing state of one seed."""
+
+    model: Any
+    opt_state: Any
+    weights: jax.Array  # (4,) weights used at the next step
+    ema: jax.Array  # (4,) moving average of the terms
+    initial: jax.Array  # (4,) terms at step 0 (GradNorm's L_i(0))
+    step: jax.Array
+
+
+def coarsen(fields, factor: int):
+    """Average-pool the last two axes by ``factor``."""
+    if factor == 1:
+        return fields
+    *lead, h, w = fields.shape
+    return fields.reshape(*lead, h // factor, factor, w // factor, factor).mean((-3, -1))
+
+
+class Normaliser(eqx.Module):
+    """x ↦ (x − μ)/σ per channel (α is left in [0, 1]: μ = 0, σ = 1 for it)."""
+
+    mean: jax.Array
+    std: jax.Array
+
+    @classmethod
+    def fit(cls, fields):
+        axes = tuple(i for i in range(fields.ndim) if i != fields.ndim - 3)
+        mean = np.asarray(fields.mean(axes), np.float32)
+        std = np.asarray(fields.std(axes), np.float32) + 1e-6
+        mean[losses.ALPHA], std[losses.ALPHA] = 0.0, 1.0
+        return cls(jnp.asarray(mean), jnp.asarray(std))
+
+    def __call__(self, x):
+        return (x - self.mean[:, None, None]) / self.std[:, None, None]
+
+    def inverse(self, z):
+        return z * self.std[:, None, None] + self.mean[:, None, None]
+
+
+def initial_weights(loss: str):
+    if loss in losses.FIXED:
+        return jnp.asarray(losses.FIXED[loss], jnp.float32)
+    return jnp.full((len(losses.TERMS),), 1.0 / len(losses.TERMS), jnp.float32)
+
+
+def make_step(loss: str, optimizer, cfg):
+    """``step(state, (X, Y), key) -> (state, metrics)`` for one seed."""
+    term_fn = lambda pred, y: losses.loss_terms(pred, y, cfg.interface_gamma, cfg.interface_tau)  # noqa: E731
+
+    def objective(model, x, y, w):
+        terms = term_fn(jax.vmap(model)(x), y)
+        return jnp.dot(w, terms), terms
+
+    def head_grad_norms(model, x, y):
+        """‖∇_head L_i‖ for each term, the shared features held fixed."""
+        feats = jax.lax.stop_gradient(jax.vmap(model.body)(x))
+
+        def terms_of(head):
+            m = eqx.tree_at(lambda m: m.head, model, head)
+            return term_fn(jax.vmap(lambda f, xi: models.apply_head(m, f, xi))(feats, x), y)
+
+        head = eqx.filter(model.head, eqx.is_inexact_array)
+        jac = eqx.filter_jacrev(terms_of)(head)
+        leaves = jax.tree_util.tree_leaves(jac)
+        return jnp.sqrt(sum(jnp.sum(l.reshape(len(losses.TERMS), -1) ** 2, 1) for l in leaves))
+
+    def step(state: BalanceState, batch, key):
+        X, Y = batch
+        idx = jax.random.randint(key, (cfg.batch_size,), 0, X.shape[0])
+        x, y = X[idx], Y[idx]
+        w = jax.lax.stop_gradient(state.weights)
+        (total, terms), grads = eqx.filter_value_and_grad(objective, has_aux=True)(state.model, x, y, w)
+        params = eqx.filter(state.model, eqx.is_inexact_array)
+        updates, opt_state = optimizer.update(grads, state.opt_state, params)
+        model = eqx.apply_updates(state.model, updates)
+        first = state.step == 0
+        initial = jnp.where(first, terms, state.initial)
+        ema = jnp.where(first, terms, EMA * state.ema + (1 - EMA) * terms)
+        if loss in losses.FIXED:
+            new_w = state.weights
+        elif loss == "gradnorm":
+            norms = head_grad_norms(state.model, x, y)
+            new_w = losses.gradnorm_update(state.weights, norms, terms, initial,
+                                           cfg.gradnorm_lr, cfg.gradnorm_a)
+        else:
+            new_w = jnp.where(first, state.weights,
+                              losses.softadapt_weights(ema, state.ema, loss, cfg.softadapt_beta))
+        new = BalanceState(model, opt_state, new_w, ema, initial, state.step + 1)
+        return new, {"loss": total, "terms": terms, "weights": state.weights}
+
+    return step
+
+
+def init_state(name, loss, channels, shape, cfg, optimizer, key):
+    model = models.build(name, channels, shape, cfg, key)
+    opt_state = optimizer.init(eqx.filter(model, eqx.is_inexact_array))
+    zeros = jnp.zeros((len(losses.TERMS),), jnp.float32)
+    return BalanceState(model, opt_state, initial_weights(loss), zeros, zeros,
+                        jnp.zeros((), jnp.int32))
+
+
+def optimizer_of(cfg):
+    schedule = optax.cosine_decay_schedule(cfg.lr, cfg.train_steps)
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
+
+
+def pairs(fields_norm):
+    """(X, Y) next-step pairs from (traj, T, C, H, W) normalised fields."""
+    X = fields_norm[:, :-1].reshape(-1, *fields_norm.shape[2:])
+    Y = fields_norm[:, 1:].reshape(-1, *fields_norm.shape[2:])
+    return jnp.asarray(X), jnp.asarray(Y)
+
+
+def train_seeds(name: str, loss: str, train_fields, cfg, seeds, progress=False, ckpt=None):
+    """Train one (model, loss) for every seed at once; returns (stacked states, history)."""
+    norm = Normaliser.fit(train_fields)
+    X, Y = pairs(norm(jnp.asarray(train_fields)))
+    c, h, w = X.shape[1:]
+    optimizer = optimizer_of(cfg)
+    keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+    states = eqx.filter_vmap(lambda k: init_state(name, loss, c, (h, w), cfg, optimizer, k))(keys)
+    single = make_step(loss, optimizer, cfg)
+    n = len(seeds)
+
+    def step(state, batch, key):
+        return eqx.filter_vmap(single, in_axes=(eqx.if_array(0), None, 0))(state, batch, jax.random.split(key, n))
+
+    step.__name__ = f"neptuna_{name}_{loss}"
+    states, history = run_loop(step, states, (X, Y), key=jax.random.PRNGKey(1000 + seeds[0]),
+                               num_steps=cfg.train_steps, chunk_size=cfg.chunk_size,
+                               checkpoint_path=ckpt, checkpoint_every=cfg.chunk_size * 10 if ckpt else None,
+                               desc=f"{name}/{loss}", progress=progress)
+    return states, history, norm
+
+
+def rollout_seeds(states, norm, test_fields, params, dx: float):
+    """Rollout of every seed's model from frame 1 of each test trajectory through the last frame;
+    per-step metrics, arrays (seed, traj, steps)."""
+    return _rollout_all(states, norm, test_fields, params["gamma_b"], params["p_inf_b"], dx)
+
+
+@eqx.filter_jit
+def _rollout_all(states, norm, test_fields, gamma_b, p_inf_b, dx):
+    steps = test_fields.shape[1] - 2
+
+    def one_model(model):
+        def traj(f, gb, pinf):
+            z = model_rollout_norm(model, norm, f[1], steps)
+            return evaluate.rollout_metrics(z, f[2:], norm.std, gb, pinf, dx)
+
+        return jax.vmap(traj)(test_fields, gamma_b, p_inf_b)
+
+    return eqx.filter_vmap(lambda s: one_model(s.model))(states)
+
+
+def model_rollout_norm(model, norm, x0, steps):
+    z = evaluate.model_rollout(model, norm(x0), steps)
+    return jax.vmap(norm.inverse)(z)
+
+
+def baseline_metrics(test_fields, params, scale, dx: float):
+    """Per-step metrics (baseline, traj, steps) of persistence and linear extrapolation."""
+    steps = test_fields.shape[1] - 2
+
+    @jax.jit
+    def run(f, gb, pinf):
+        return {b: evaluate.rollout_metrics(evaluate.baseline_rollout(b, f[0], f[1], steps),
+                                            f[2:], scale, gb, pinf, dx) for b in evaluate.BASELINES}
+
+    return jax.vmap(run)(jnp.asarray(test_fields), params["gamma_b"], params["p_inf_b"])
+
+
+def time_per_step(losses_to_time, train_fields, cfg, steps: int, repeats: int, name="unet"):
+    """Seconds per training step of each loss, ``repeats`` interleaved timings of a compiled
+    ``lax.scan`` of ``steps`` steps (one seed, compile excluded). Returns {loss: [times]}."""
+    norm = Normaliser.fit(train_fields)
+    X, Y = pairs(norm(jnp.asarray(train_fields)))
+    c, h, w = X.shape[1:]
+    optimizer = optimizer_of(cfg)
+    runners, states = {}, {}
+    for loss in losses_to_time:
+        single = make_step(loss, optimizer, cfg)
+
+        @eqx.filter_jit
+        def run(state, key, batch, single=single):
+            def body(s, k):
+                s, m = single(s, batch, k)
+                return s, m["loss"]
+            return jax.lax.scan(body, state, jax.random.split(key, steps))
+
+        states[loss] = init_state(name, loss, c, (h, w), cfg, optimizer, jax.random.PRNGKey(0))
+        runners[loss] = run
+        jax.block_until_ready(run(states[loss], jax.random.PRNGKey(1), (X, Y)))  # compile
+    times = {loss: [] for loss in losses_to_time}
+    for r in range(repeats):
+        for loss in losses_to_time:
+            t0 = time.perf_counter()
+            jax.block_until_ready(runners[loss](states[loss], jax.random.PRNGKey(2 + r), (X, Y)))
+            times[loss].append((time.perf_counter() - t0) / steps)
+    return times

@@ -1,0 +1,107 @@
+"""Each claim predicate on synthetic tables that make it hold, fail, and (where it can) stay
+undecided."""
+
+import numpy as np
+
+from repro26.neptuna import claims, evaluate
+
+SEEDS = (0, 1, 2, 3)
+MODELS = ["unet", "fno", "vit"]
+COLS = (*evaluate.METRICS, "stability")
+
+
+def _table(entries):
+    """entries: {(dataset, model, loss): {metric: per-seed values or a scalar}}; other metrics
+    default to 1.0 with a small seed jitter."""
+    rows = {k: [] for k in ("dataset", "model", "loss", "seed", *COLS)}
+    jitter = np.asarray([0.0, 0.001, -0.001, 0.0005])
+    for (ds, m, loss), vals in entries.items():
+        for i, s in enumerate(SEEDS):
+            rows["dataset"].append(ds)
+            rows["model"].append(m)
+            rows["loss"].append(loss)
+            rows["seed"].append(s)
+            for c in COLS:
+                v = vals.get(c, 1.0 + jitter[i])
+                rows[c].append(float(np.broadcast_to(v, (len(SEEDS),))[i]))
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+def _base(ds="bubble"):
+    return {(ds, b, "-"): {"nrmse": 10.0} for b in evaluate.BASELINES}
+
+
+def _arch(spec, ds="bubble"):
+    """spec: {model: {metric: value}} added to seed jitter."""
+    jitter = np.asarray([0.0, 0.001, -0.001, 0.0005])
+    out = {}
+    for m in MODELS:
+        vals = {c: 1.0 + jitter for c in COLS}
+        vals["nrmse"] = 1.0 + jitter
+        for c, v in spec.get(m, {}).items():
+            vals[c] = v + jitter
+        out[(ds, m, "mse")] = vals
+    return out
+
+
+def test_no_single_best_holds_when_every_model_loses_somewhere():
+    t = _table({**_base(), **_arch({"unet": {"spec_low": 2.0}, "fno": {"spec_mid": 2.0},
+                                    "vit": {"spec_high": 2.0}})})
+    assert claims.no_single_best_claim(t, MODELS).verdict == "held"
+
+
+def test_no_single_best_fails_when_one_model_wins_every_cell():
+    spec = {m: {c: (0.5 if c in claims.BETTER_HIGH else 2.0) for c in COLS} for m in ("fno", "vit")}
+    t = _table({**_base(), **_arch(spec)})
+    c = claims.no_single_best_claim(t, MODELS)
+    assert c.verdict == "not held" and c.measured["per_model"]["unet"]["clearly_best"] == len(COLS)
+
+
+def test_no_single_best_is_inconclusive_on_ties_and_without_beating_the_baseline():
+    t = _table({**_base(), **_arch({"unet": {"spec_low": 2.0}, "fno": {"spec_mid": 2.0}})})
+    assert claims.no_single_best_claim(t, MODELS).verdict == "inconclusive"  # vit never beaten
+    weak = {**_base(), **_arch({m: {"nrmse": 20.0} for m in MODELS})}
+    assert claims.no_single_best_claim(_table(weak), MODELS).verdict == "inconclusive"
+
+
+def _loss_table(iou_gain, spec_gain, noise=0.001):
+    jitter = noise * np.asarray([0.0, 1.0, -1.0, 0.5])
+    entries = {**_base()}
+    entries[("bubble", "unet", "mse")] = {"nrmse": 1.0 + jitter, "iou": 0.5 + jitter,
+                                          "spec_high": 0.2 + jitter}
+    for comp in ("sobolev", "softadapt", "gradnorm"):
+        entries[("bubble", "unet", comp)] = {"nrmse": 1.0 + jitter,
+                                             "iou": 0.5 + iou_gain + jitter[::-1],
+                                             "spec_high": 0.2 - spec_gain + jitter[::-1]}
+    return _table(entries)
+
+
+COMPS = ["sobolev", "softadapt", "gradnorm"]
+
+
+def test_composite_claim_holds_fails_and_is_undecided():
+    assert claims.composite_claim(_loss_table(0.1, 0.05), "unet", COMPS).verdict == "held"
+    assert claims.composite_claim(_loss_table(-0.1, 0.05), "unet", COMPS).verdict == "not held"
+    assert claims.composite_claim(_loss_table(0.001, 0.001, noise=0.05), "unet",
+                                  COMPS).verdict == "inconclusive"
+
+
+def _timing(soft, grad, noise=0.0):
+    rng = np.random.default_rng(0)
+    rows = {"loss": [], "repeat": [], "seconds_per_step": []}
+    for r in range(8):
+        base = 0.01 * (1 + 0.1 * rng.random())
+        for loss, f in (("mse", 1.0), ("softadapt", soft), ("gradnorm", grad)):
+            rows["loss"].append(loss)
+            rows["repeat"].append(r)
+            rows["seconds_per_step"].append(base * f * (1 + noise * rng.standard_normal()))
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+def test_overhead_claim_holds_fails_and_is_undecided():
+    t = _loss_table(0.1, 0.05)
+    assert claims.overhead_claim(_timing(1.01, 1.5), t, "unet", COMPS).verdict == "held"
+    assert claims.overhead_claim(_timing(1.3, 1.5), t, "unet", COMPS).verdict == "not held"
+    assert claims.overhead_claim(_timing(1.02, 0.9), t, "unet", COMPS).verdict == "not held"
+    assert claims.overhead_claim(_timing(1.04, 1.5, noise=0.2), t, "unet",
+                                 COMPS).verdict == "inconclusive"

@@ -1,0 +1,83 @@
+"""neptuna end to end at a reduced smoke scale (stage functions in a tmp dir) and bad input."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from repro26.core.cli import main, resolve_run_config, run_stage
+from repro26.core.config import ConfigError, UsageError
+from repro26.neptuna import cli, data
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _smoke_cfg():
+    return resolve_run_config(cli, "neptuna", ROOT / "config" / "config.yaml", "smoke")
+
+
+@pytest.mark.slow
+def test_smoke_end_to_end(tmp_path):
+    """Every stage on the smoke config restricted to the U-Net with mse and softadapt."""
+    scale, cfg, _ = _smoke_cfg()
+    cfg = dataclasses.replace(cfg, models=("unet",), losses=("mse", "softadapt"), train_steps=5,
+                              sod_ns=(20, 40))
+
+    def run(stage, out, inputs=(), variant=None, name=None):
+        run_stage("neptuna", stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
+                  inputs=inputs, progress=False)
+
+    run("validate", tmp_path / "tables")
+    h5 = tmp_path / "data" / "bubble.h5"
+    run("data", h5, variant="dataset=bubble")
+    fields, params, attrs = data.read_h5(h5)
+    assert fields.shape == (cfg.n_traj, cfg.n_frames, 5, cfg.ny, cfg.nx)
+    assert attrs["channels"] == "rho,u,v,p,alpha" and params["mach"][0] == pytest.approx(1.22)
+    csvs = []
+    for ds, m, loss in cli.runs(cfg):
+        path = tmp_path / "runs" / ds / f"{m}_{loss}.csv"
+        run("train", path, [h5], variant=f"dataset={ds},model={m},loss={loss}")
+        csvs.append(path)
+    run("timing", tmp_path / "tables" / "timing.csv", [h5])
+    run("evaluate", tmp_path / "tables", [h5, *csvs])
+    tables = [tmp_path / "tables" / n for n in ("metrics.csv", "timing.csv")]
+    for name in ("rollout_error", "metric_heatmap", "step_time"):
+        run("figure", tmp_path / "figures" / f"{name}.png",
+            [tmp_path / "tables" / ("metrics.csv" if name == "metric_heatmap" else
+                                   "rollout.csv" if name == "rollout_error" else "timing.csv")],
+            name=name)
+        assert (tmp_path / "figures" / f"{name}.pdf").is_file()
+    run("claims", tmp_path / "claims.json", tables)
+    out = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["id"] for c in out["claims"]] == ["no_single_best", "composite_losses_improve",
+                                               "softadapt_negligible_overhead"]
+    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in out["claims"])
+
+
+def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "config.yaml"
+    bad.write_text("scale: smoke\nneptuna:\n  common: {models: [unet, resnet]}\n"
+                   "  smoke: {seeds: [0], datasets: [bubble], losses: [mse], nx: 32, ny: 16, "
+                   "n_traj: 3, n_test: 1, n_frames: 5, train_steps: 2, sod_ns: [20]}\n"
+                   "  small: {}\n  paper: {}\n")
+    assert main(["neptuna", "data", "--config", str(bad), "--variant", "dataset=bubble",
+                 "--out", str(tmp_path / "d.h5")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "models" in err[0]
+
+
+@pytest.mark.parametrize("variant", ["dataset=bubble,model=unet", "dataset=nope,model=unet,loss=mse",
+                                     "dataset=bubble,model=fno,loss=softadapt"])
+def test_train_variant_must_name_a_configured_run(tmp_path, variant):
+    (tmp_path / "x.h5").touch()
+    with pytest.raises(UsageError, match="--variant"):
+        run_stage("neptuna", "train", config=ROOT / "config" / "config.yaml", scale="smoke",
+                  out=tmp_path / "x.csv", inputs=[tmp_path / "x.h5"], variant=variant,
+                  progress=False)
+
+
+def test_grid_must_fit_the_unet_and_coarsening():
+    scale, cfg, _ = _smoke_cfg()
+    with pytest.raises(ConfigError, match="nx, ny"):
+        cli._check(dataclasses.replace(cfg, nx=30))

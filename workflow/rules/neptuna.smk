@@ -1,0 +1,120 @@
+# neptuna (issue 25): validate (solver vs exact Riemann) ; data (dataset) -> train (dataset x
+# model x loss, all seeds) -> evaluate ; timing. Figures, claims and the `neptuna` target come
+# from workflow/rules/protocol.smk.
+NEPTUNA = "neptuna"
+NEPTUNA_CFG = typed_config(NEPTUNA)
+NEPTUNA_RUNS = [
+    out(NEPTUNA, "runs", ds, f"{m}_{loss}.csv")
+    for ds, m, loss in load_method(NEPTUNA).runs(NEPTUNA_CFG)
+]
+
+
+rule neptuna_validate:
+    """Sod and two-material shock tubes vs the exact Riemann solutions; the moving contact."""
+    input:
+        cfg=out(NEPTUNA, "config.json"),
+    output:
+        rows=out(NEPTUNA, "tables", "validation.csv"),
+        profile=out(NEPTUNA, "tables", "sod_profile.csv"),
+    params:
+        dest=lambda w, output: str(Path(output.rows).parent),
+    log:
+        log_path(NEPTUNA, "validate"),
+    benchmark:
+        bench_path(NEPTUNA, "validate")
+    threads: 1
+    conda:
+        ENV
+    shell:
+        stage(NEPTUNA, "validate", "--out {params.dest}")
+
+
+rule neptuna_data:
+    """One dataset's trajectories from the two-phase solver (chunked, compressed HDF5)."""
+    input:
+        cfg=out(NEPTUNA, "config.json"),
+    output:
+        h5=out(NEPTUNA, "data", "{dataset}.h5"),
+        snapshots=out(NEPTUNA, "data", "{dataset}_snapshots.npz"),
+    log:
+        log_path(NEPTUNA, "data_{dataset}"),
+    benchmark:
+        bench_path(NEPTUNA, "data_{dataset}")
+    wildcard_constraints:
+        dataset="|".join(NEPTUNA_CFG.datasets),
+    threads: THREADS
+    resources:
+        **train_resources(mem_mb_small=3000),
+    conda:
+        ENV
+    shell:
+        stage(NEPTUNA, "data", "--variant dataset={wildcards.dataset} --out {output.h5}")
+
+
+rule neptuna_train:
+    """One surrogate with one loss on one dataset, every seed; rollout metrics on the test set."""
+    input:
+        cfg=out(NEPTUNA, "config.json"),
+        h5=out(NEPTUNA, "data", "{dataset}.h5"),
+    output:
+        csv=out(NEPTUNA, "runs", "{dataset}", "{model}_{loss}.csv"),
+        npz=out(NEPTUNA, "runs", "{dataset}", "{model}_{loss}.npz"),
+    log:
+        log_path(NEPTUNA, "train_{dataset}_{model}_{loss}"),
+    benchmark:
+        bench_path(NEPTUNA, "train_{dataset}_{model}_{loss}")
+    wildcard_constraints:
+        dataset="|".join(NEPTUNA_CFG.datasets),
+        model="|".join(NEPTUNA_CFG.models),
+        loss="|".join(NEPTUNA_CFG.losses),
+    threads: THREADS
+    resources:
+        **train_resources(mem_mb_small=3000),
+    conda:
+        ENV
+    shell:
+        stage(NEPTUNA, "train", "--variant dataset={wildcards.dataset},model={wildcards.model},"
+              "loss={wildcards.loss} --input {input.h5} --out {output.csv}")
+
+
+rule neptuna_timing:
+    """Seconds per training step of MSE-only, SoftAdapt and GradNorm, in one job."""
+    input:
+        cfg=out(NEPTUNA, "config.json"),
+        h5=out(NEPTUNA, "data", f"{NEPTUNA_CFG.timing_dataset}.h5"),
+    output:
+        out(NEPTUNA, "tables", "timing.csv"),
+    log:
+        log_path(NEPTUNA, "timing"),
+    benchmark:
+        bench_path(NEPTUNA, "timing")
+    threads: THREADS
+    resources:
+        **train_resources(mem_mb_small=3000),
+    conda:
+        ENV
+    shell:
+        stage(NEPTUNA, "timing", "--input {input.h5} --out {output}")
+
+
+rule neptuna_evaluate:
+    """Gather the runs into metrics, rollout and weight tables, with the trivial baselines."""
+    input:
+        cfg=out(NEPTUNA, "config.json"),
+        h5=expand(out(NEPTUNA, "data", "{dataset}.h5"), dataset=NEPTUNA_CFG.datasets),
+        runs=NEPTUNA_RUNS,
+    output:
+        metrics=out(NEPTUNA, "tables", "metrics.csv"),
+        rollout=out(NEPTUNA, "tables", "rollout.csv"),
+        weights=out(NEPTUNA, "tables", "weights.csv"),
+    params:
+        dest=lambda w, output: str(Path(output.metrics).parent),
+    log:
+        log_path(NEPTUNA, "evaluate"),
+    benchmark:
+        bench_path(NEPTUNA, "evaluate")
+    threads: THREADS
+    conda:
+        ENV
+    shell:
+        stage(NEPTUNA, "evaluate", "--out {params.dest} --input {input.h5} {input.runs}")
