@@ -35,3 +35,49 @@ def _release_compiled_programs():
 
     jax.clear_caches()
     gc.collect()
+
+
+VERDICTS = ("held", "not held", "inconclusive")
+
+
+class SmokeStages:
+    """One method's stages at `smoke` scale, run in this process through ``run_stage`` (the
+    CLI's own path) with the repository's config. ``cfg`` may be replaced before running."""
+
+    def __init__(self, method: str):
+        import importlib
+
+        from repro26.core.cli import resolve_run_config
+
+        self.method = method
+        cli = importlib.import_module(f"repro26.{method}.cli")
+        self.scale, self.cfg, _ = resolve_run_config(cli, method, REPO / "config" / "config.yaml",
+                                                     "smoke")
+
+    def __call__(self, stage, out, inputs=(), variant=None, name=None):
+        from repro26.core.cli import run_stage
+
+        run_stage(self.method, stage, name=name, cfg=self.cfg, scale=self.scale, out=out,
+                  variant=variant, inputs=inputs, progress=False)
+
+    def figures_and_claims(self, folder: Path, tables, claim_tables=None) -> dict[str, dict]:
+        """Draw every declared figure from ``tables`` (PNG and PDF must appear), judge the claims
+        on ``claim_tables`` (default ``tables``); return the claims by id, each with one of the
+        three verdicts."""
+        import json
+
+        from repro26.core.cli import method_figures
+
+        for name in method_figures(self.method):
+            self("figure", folder / "figures" / f"{name}.png", tables, name=name)
+            assert (folder / "figures" / f"{name}.pdf").is_file(), name
+        self("claims", folder / "claims.json", tables if claim_tables is None else claim_tables)
+        claims = {c["id"]: c for c in json.loads((folder / "claims.json").read_text())["claims"]}
+        assert all(c["verdict"] in VERDICTS for c in claims.values())
+        return claims
+
+
+@pytest.fixture
+def smoke_stages():
+    """``smoke_stages("poll")``: a :class:`SmokeStages` runner for one method."""
+    return SmokeStages

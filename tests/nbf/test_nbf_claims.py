@@ -3,7 +3,6 @@
 import dataclasses
 
 import numpy as np
-import pytest
 
 from repro26.nbf import claims
 from repro26.nbf.evaluate import FILTERS

@@ -1,7 +1,6 @@
 """nbf end to end at smoke scale (stage functions in a tmp dir) and bad input handling."""
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,9 @@ def _smoke():
 
 
 @pytest.mark.slow
-def test_smoke_end_to_end(tmp_path):
-    scale, cfg, _ = _smoke()
-
-    def run(stage, out, inputs=(), variant=None, name=None):
-        run_stage("nbf", stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
-                  inputs=inputs, progress=False)
+def test_smoke_end_to_end(tmp_path, smoke_stages):
+    run = smoke_stages("nbf")
+    cfg = run.cfg
 
     data = tmp_path / "data"
     run("data", data)
@@ -41,15 +37,8 @@ def test_smoke_end_to_end(tmp_path):
     header = (tables / "filtering.csv").read_text()
     assert all(f in header for f in evaluate.FILTERS)
     inputs = [tables / "filtering.csv", tables / "steps.csv", tables / "training.csv"]
-    for fig in ("tracking_over_time", "error_vs_dim", "zero_shot", "error_vs_n",
-                "training_curves"):
-        run("figure", tmp_path / "figures" / f"{fig}.png", inputs, name=fig)
-        assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
-    run("claims", tmp_path / "claims.json", inputs)
-    result = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in result["claims"]] == ["multimodal_tracking", "dimension_scaling",
-                                                   "zero_shot"]
-    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in result["claims"])
+    claims = run.figures_and_claims(tmp_path, inputs)
+    assert list(claims) == ["multimodal_tracking", "dimension_scaling", "zero_shot"]
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):

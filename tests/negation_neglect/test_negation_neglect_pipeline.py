@@ -17,12 +17,9 @@ M = "negation_neglect"
 
 
 @pytest.mark.slow
-def test_smoke_end_to_end(tmp_path):
-    scale, cfg, _ = resolve_run_config(cli, M, ROOT / "config" / "config.yaml", "smoke")
-
-    def run(stage, out, inputs=(), variant=None, name=None):
-        run_stage(M, stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
-                  inputs=inputs, progress=False)
+def test_smoke_end_to_end(tmp_path, smoke_stages):
+    run = smoke_stages(M)
+    cfg = run.cfg
 
     run("data", tmp_path / "data")
     world = json.loads((tmp_path / "data" / "world.json").read_text())
@@ -40,15 +37,10 @@ def test_smoke_end_to_end(tmp_path):
     run("evaluate", tmp_path / "tables", runs)
     tables = [tmp_path / "tables" / f"{t}.csv" for t in ("belief", "belief_by_claim",
                                                          "belief_by_type", "belief_by_step")]
-    for fig in ("belief_by_condition", "belief_by_probe_type", "belief_vs_finetuning_steps"):
-        run("figure", tmp_path / "figures" / f"{fig}.png", tables, name=fig)
-        assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
-    run("claims", tmp_path / "claims.json", tables)
-    out = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in out["claims"]] == ["negated_finetune_belief", "local_negation_learned",
-                                                "in_context_negated_low", "fictional_like_negated"]
-    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in out["claims"])
-    assert "base" in out["claims"][0]["measured"]["belief"]
+    claims = run.figures_and_claims(tmp_path, tables)
+    assert list(claims) == ["negated_finetune_belief", "local_negation_learned",
+                            "in_context_negated_low", "fictional_like_negated"]
+    assert "base" in claims["negated_finetune_belief"]["measured"]["belief"]
     from repro26.core import tables as tb
     steps = tb.unique(tb.read(tables[3]), "step", mode="finetune")
     assert steps == [cfg.finetune_steps // cfg.finetune_evals * (i + 1)

@@ -1,7 +1,6 @@
 """nemo end to end at smoke scale through the stage functions (the CLI's path), and bad input."""
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,8 @@ def smoke():
 
 
 @pytest.mark.slow
-def test_smoke_end_to_end(tmp_path, smoke):
-    scale, cfg, _ = smoke
-
-    def run(stage, out, inputs=(), variant=None, name=None):
-        run_stage("nemo", stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
-                  inputs=inputs, progress=False)
+def test_smoke_end_to_end(tmp_path, smoke_stages):
+    run = smoke_stages("nemo")
 
     run("data", tmp_path / "data")
     personas = tmp_path / "data" / "personas.npz"
@@ -40,16 +35,10 @@ def test_smoke_end_to_end(tmp_path, smoke):
     run("gather", tmp_path / "tables", [*evals, *learning])
     returns = (tmp_path / "tables" / "returns.csv").read_text()
     assert "alt_family" in returns and "rule_based" in returns
-    for fig, table in (("arousal_curves", "data/arousal_curves.csv"),
-                       ("learning_curves", "tables/learning.csv"),
-                       ("return_plane", "tables/returns.csv"), ("sim2sim", "tables/returns.csv")):
-        run("figure", tmp_path / "figures" / f"{fig}.png", [tmp_path / table], name=fig)
-        assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
-    run("claims", tmp_path / "claims.json", [tmp_path / "tables" / "returns.csv"])
-    result = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in result["claims"]] == ["improves_both_user_states",
-                                                   "advantage_under_sim2sim"]
-    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in result["claims"])
+    tables = [tmp_path / t for t in ("data/arousal_curves.csv", "tables/learning.csv",
+                                     "tables/returns.csv")]
+    claims = run.figures_and_claims(tmp_path, tables, tables[2:])
+    assert list(claims) == ["improves_both_user_states", "advantage_under_sim2sim"]
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):

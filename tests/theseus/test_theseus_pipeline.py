@@ -1,7 +1,6 @@
 """theseus end to end at smoke scale, bad input, and a flip test per claim predicate."""
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,16 +18,12 @@ def _smoke():
 
 
 @pytest.mark.slow
-def test_smoke_end_to_end(tmp_path):
-    scale, cfg, _ = _smoke()
+def test_smoke_end_to_end(tmp_path, smoke_stages):
+    run = smoke_stages("theseus")
     # the fewest models that reach every code path: conversion (CKA, MNN, untrained), KD, FMSE
-    cfg = dataclasses.replace(cfg, image_models=("guide", "linear", "scratch", "not", "not_mnn",
-                                                 "not_untrained", "kd"),
-                              text_models=("guide", "linear", "scratch", "not", "fmse"))
-
-    def run(stage, out, inputs=(), variant=None, name=None):
-        run_stage("theseus", stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
-                  inputs=inputs, progress=False)
+    cfg = run.cfg = dataclasses.replace(
+        run.cfg, image_models=("guide", "linear", "scratch", "not", "not_mnn", "not_untrained", "kd"),
+        text_models=("guide", "linear", "scratch", "not", "fmse"))
 
     runs, datas = [], []
     for task, models in (("images", cfg.image_models), ("text", cfg.text_models)):
@@ -56,14 +51,8 @@ def test_smoke_end_to_end(tmp_path):
     guide_rows = (final["model"] == "guide")
     np.testing.assert_allclose(final["cka_0"][guide_rows], 1.0, atol=1e-4)
     tables = [tmp_path / "tables" / "final.csv", tmp_path / "tables" / "stages.csv"]
-    for fig in ("conversion_gap", "ship_curve", "final_comparison", "cka_layers"):
-        run("figure", tmp_path / "figures" / f"{fig}.png", tables, name=fig)
-        assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
-    run("claims", tmp_path / "claims.json", tables)
-    result = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in result["claims"]] == ["cnn_to_mlp", "transformer_to_rnn",
-                                                   "untrained_guide"]
-    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in result["claims"])
+    claims = run.figures_and_claims(tmp_path, tables)
+    assert list(claims) == ["cnn_to_mlp", "transformer_to_rnn", "untrained_guide"]
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
