@@ -71,7 +71,7 @@ def plain_log_ticks(axis) -> None:
     """Label a log axis with plain numbers ("60", "200") instead of powers ("6×10¹")."""
     axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(ticker.FuncFormatter(
-        lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+        lambda v, _: f"{v:g}" if v > 0 and f"{v:.0e}"[0] in "25" else ""))
 
 
 def line_with_ci(ax, x, y_by_seed, label: str | None = None, positive: bool = False, **kw):

@@ -46,6 +46,7 @@ def sod_vs_exact(run):
     ax.xaxis.set_minor_formatter(plt_ticker.NullFormatter())
     ax.set_xlabel("cells n")
     ax.set_ylabel("L1 error of ρ")
+    plotting.plain_log_ticks(ax.yaxis)
     ax.legend(fontsize=6, loc="lower left")
     fig.tight_layout()
     return fig
