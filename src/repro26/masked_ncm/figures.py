@@ -42,9 +42,10 @@ def endpoints(run):
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
         ax.scatter(t["true_lo"][last], t[f"{key}_lo"][last], s=14, marker="v", label="lower endpoint")
         ax.scatter(t["true_hi"][last], t[f"{key}_hi"][last], s=14, marker="^", label="upper endpoint")
-        ax.set(xlabel="true bound (IDA, exact joint)", ylabel=f"{label} bound",
-               title=f"{label}, n = {int(t['n'].max()):,}", xlim=(0, 1), ylim=(0, 1))
+        ax.set(xlabel="true bound (IDA, exact joint)", ylabel=f"{label} bound", title=label,
+               xlim=(0, 1), ylim=(0, 1))
     axes[0, 0].legend(loc="upper left")
+    fig.suptitle(f"largest sample size, n = {int(t['n'].max()):,}", y=1.06)
     return fig
 
 
@@ -116,7 +117,7 @@ def width_vs_class(run):
     ax.set(xlabel="size of the Markov equivalence class (DAGs)", ylabel="interval width",
            title="Width vs class size")
     ax.set_xticks(sizes)
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7)
     return fig
 
 
