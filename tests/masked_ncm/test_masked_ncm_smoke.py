@@ -9,7 +9,8 @@ import pytest
 from repro26.core import io
 from repro26.core.cli import resolve_run_config, run_stage
 from repro26.core.config import UsageError
-from repro26.masked_ncm import cli
+from repro26.masked_ncm import cli, solvers
+from repro26.masked_ncm import data as data_module
 
 FIGURES = ["endpoints", "error_vs_n", "coverage", "width_vs_class", "iv_bounds"]
 
@@ -35,7 +36,7 @@ def smoke(tmp_path_factory, repo_root):
     for name in FIGURES:
         table = "iv_bounds.csv" if name == "iv_bounds" else "bounds.csv"
         stage("figure", root / "figures" / f"{name}.png", [root / table], figure=name)
-    stage("claims", root / "claims.json", [root / "bounds.csv"])
+    stage("claims", root / "claims.json", [root / "bounds.csv", root / "iv_bounds.csv"])
     return root
 
 
@@ -53,19 +54,27 @@ def test_every_output_is_written(smoke):
         assert (smoke / "figures" / f"{name}.pdf").stat().st_size > 0
         assert (smoke / "figures" / f"{name}.rst").read_text().strip()
     claims = json.loads((smoke / "claims.json").read_text())
-    assert [c["id"] for c in claims["claims"]] == ["endpoint_error", "coverage"]
+    assert [c["id"] for c in claims["claims"]] == ["endpoint_error", "coverage", "single_dag_miss",
+                                                    "iv_bounds"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
     assert claims["meta"]["config_hash"]
 
 
 @pytest.mark.slow
 def test_fitted_masks_reproduce_plugin_ida_and_bounds_bracket_it(smoke):
-    """After the fit phase each mask's NCM gives that DAG's (plug-in) IDA value; the min / max
-    runs end on the two sides of it, inside the data-fit region."""
+    """After the fit phase each mask's NCM (and the single-DAG NCM) gives that DAG's plug-in IDA
+    value; the min / max runs end on the two sides of it, inside the data-fit region."""
     runs = io.read_table(smoke / "runs" / "nodes3.csv")
     data = io.read_json(smoke / "data" / "nodes3.json")
-    ida = {(inst["seed"], s["n"], m): v for inst in data["instances"] for s in inst["samples"]
-           for m, v in enumerate(s["ida_plugin"])}
+    ida = {}
+    for inst in data["instances"]:
+        for s in inst["samples"]:
+            freq = np.asarray(s["counts"], float).reshape((inst["card"],) * inst["num_nodes"]) / s["n"]
+            dags = [*s["masks"], s["single_dag"]]
+            values = solvers.ida(freq, [np.asarray(g) for g in dags], inst["x"], inst["y"],
+                                 pseudo=data_module.PSEUDO / s["n"])
+            for m, v in zip([*range(len(s["masks"])), -1], values):
+                ida[(inst["seed"], s["n"], m)] = v
     expected = np.array([ida[(s, n, m)] for s, n, m in zip(runs["seed"], runs["n"], runs["mask"])])
     converged = runs["nll_fit"] - runs["nll_mle"] < 1e-4
     assert converged.mean() > 0.8
@@ -84,8 +93,16 @@ def test_bounds_table_is_consistent(smoke):
     b = io.read_table(smoke / "bounds.csv")
     assert np.all(b["true_lo"] <= b["true_effect"] + 1e-12)
     assert np.all(b["true_effect"] <= b["true_hi"] + 1e-12)
-    assert np.all(b["ncm_lo"] <= b["ncm_hi"])
-    assert np.all(b["ncm_lo"] <= b["single_lo"] + 1e-6) and np.all(b["single_hi"] <= b["ncm_hi"] + 1e-6)
+    for key in ("ncm", "ncm_pc", "single", "ida", "ida_pc"):
+        assert np.all(b[f"{key}_lo"] <= b[f"{key}_hi"] + 1e-9)
+    # PC's class is the true class whenever PC recovers the CPDAG: then both intervals use the
+    # same runs, and the expected miss of a random member is the true class's
+    same = b["pc_shd"] == 0
+    assert np.allclose(b["ncm_pc_lo"][same], b["ncm_lo"][same])
+    assert np.allclose(b["single_expected_miss"][same], b["class_expected_miss"][same])
     iv = io.read_table(smoke / "iv_bounds.csv")
     assert np.all(iv["true_lo"] <= iv["true_effect"]) and np.all(iv["true_effect"] <= iv["true_hi"])
     assert np.all(iv["ncm_lo"] <= iv["ncm_hi"])
+    # Balke-Pearl bounds are never wider than the natural bounds (same plug-in distribution)
+    assert np.all(iv["lp_plugin_lo"] >= iv["natural_lo"] - 1e-9)
+    assert np.all(iv["lp_plugin_hi"] <= iv["natural_hi"] + 1e-9)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal
-
 import numpy as np
 
 from repro26.core import io
@@ -44,7 +42,6 @@ class Config:
     edge_prob: float
     concentration: float
     max_class_size: int
-    cpdag_source: Literal["true", "pc"]
     pc_alpha: float
     batch_multiple: int
     model: ModelConfig
@@ -108,7 +105,7 @@ def data_stage(run: Run) -> None:
     else:
         instances = data.graph_dataset(cfg.seeds, int(graph[5:]), cfg.card, cfg.edge_prob,
                                        cfg.concentration, cfg.max_class_size, cfg.sample_sizes,
-                                       cfg.cpdag_source, cfg.pc_alpha)
+                                       cfg.pc_alpha)
     io.write_json(run.out, {"graph": graph, "instances": instances, "meta": run.meta()})
 
 
@@ -141,12 +138,14 @@ def train_stage(run: Run) -> None:
         for s in inst["samples"]:
             f = np.asarray(s["counts"], float) / s["n"]
             saturated = -float(np.sum(f[f > 0] * np.log(f[f > 0])))
-            mle[(inst["seed"], s["n"])] = [saturated] if iv else s["nll_mle"]
+            mle[(inst["seed"], s["n"])] = ([saturated], saturated) if iv else \
+                (s["nll_mle"], s["single_nll_mle"])
     table = []
     for i, row in enumerate(rows):
+        per_mask, single = mle[(row["seed"], row["n"])]
         table.append({**row, "q": out["q"][i], "q_fit": out["q_fit"][i], "nll_fit": out["nll_fit"][i],
                       "nll_ref": out["nll_ref"][i],
-                      "nll_mle": mle[(row["seed"], row["n"])][0 if iv else row["mask"]],
+                      "nll_mle": single if row["model"] == "single" else per_mask[row["mask"]],
                       "nll_end": out["nll_end"][i], "constraint": out["constraint"][i],
                       "lam": out["lam"][i]})
     io.write_table(run.out, table, run.meta(graph=graph, problems=len(rows)))

@@ -147,27 +147,53 @@ def random_iv_instance(rng: np.random.Generator, concentration: float) -> IVInst
 PSEUDO = 0.5
 
 
+def _union(*classes: list[np.ndarray]) -> tuple[list[np.ndarray], list[list[int]]]:
+    """The distinct DAGs of several classes, and for each class the indices of its members."""
+    dags: dict[bytes, int] = {}
+    out: list[np.ndarray] = []
+    index = []
+    for mec in classes:
+        idx = []
+        for g in mec:
+            g = np.asarray(g, dtype=int)
+            if g.tobytes() not in dags:
+                dags[g.tobytes()] = len(out)
+                out.append(g)
+            idx.append(dags[g.tobytes()])
+        index.append(idx)
+    return out, index
+
+
 def graph_dataset(seeds, num_nodes: int, card: int, edge_prob: float, concentration: float,
-                  max_class_size: int, sample_sizes, cpdag_source: str, pc_alpha: float) -> list[dict]:
+                  max_class_size: int, sample_sizes, pc_alpha: float) -> list[dict]:
     """For every seed: a random instance, and for every n its counts, the PC estimate of the
-    CPDAG (G^2 tests at level ``pc_alpha``), the class used by the estimators (true CPDAG or
-    PC's), plug-in IDA over that class and the index of the single DAG of the baseline."""
+    CPDAG (G^2 tests at level ``pc_alpha``) and its class, the masks to optimise (the union of
+    the true class and PC's), plug-in IDA over both classes, the exact query of every member of
+    PC's class, and the single DAG a user would pick: a random consistent extension of PC's
+    CPDAG (a uniform member of its class), drawn independently of everything else."""
     out = []
     for seed in seeds:
         rng = np.random.default_rng([seed, num_nodes, 3])
         inst = random_instance(rng, num_nodes, card, edge_prob, concentration, max_class_size)
+        pick = np.random.default_rng([seed, num_nodes, 11])
         samples = []
         for n in sample_sizes:
             counts = sample_counts(rng, inst.joint, n)
             est = solvers.pc(num_nodes, solvers.g2_ci_test(counts, pc_alpha))
-            mec = inst.mec if cpdag_source == "true" else solvers.enumerate_mec(est)
+            pc_mec = solvers.enumerate_mec(est)
+            masks, (true_idx, pc_idx) = _union(inst.mec, pc_mec)
+            single = pc_mec[int(pick.integers(len(pc_mec)))]
             freq = counts / n
             samples.append({
                 "n": n, "counts": counts.reshape(-1), "pc_cpdag": est,
-                "pc_shd": solvers.shd(est, inst.cpdag), "mec": mec,
-                "ida_plugin": solvers.ida(freq, mec, inst.x, inst.y, pseudo=PSEUDO / n),
-                "nll_mle": [solvers.dag_mle_nll(freq, g) for g in mec],
-                "single_index": int(rng.integers(len(mec))),
+                "pc_shd": solvers.shd(est, inst.cpdag), "pc_mec": pc_mec,
+                "masks": masks, "true_index": true_idx, "pc_index": pc_idx,
+                "ida_plugin": solvers.ida(freq, inst.mec, inst.x, inst.y, pseudo=PSEUDO / n),
+                "ida_plugin_pc": solvers.ida(freq, pc_mec, inst.x, inst.y, pseudo=PSEUDO / n),
+                "ida_exact_pc": solvers.ida(inst.joint, pc_mec, inst.x, inst.y),
+                "nll_mle": [solvers.dag_mle_nll(freq, g) for g in masks],
+                "single_dag": single, "single_nll_mle": solvers.dag_mle_nll(freq, single),
+                "single_exact": float(solvers.ida(inst.joint, [single], inst.x, inst.y)[0]),
             })
         out.append({
             "seed": seed, "num_nodes": num_nodes, "card": card, "dag": inst.dag,
@@ -178,9 +204,17 @@ def graph_dataset(seeds, num_nodes: int, card: int, edge_prob: float, concentrat
     return out
 
 
+def natural_bounds(p_xy: Float[np.ndarray, "2 2"]) -> tuple[float, float]:
+    """Bounds of P(Y=1 | do(X=1)) from P(x, y) alone, ignoring the instrument (Manski 1990):
+    P(X=1, Y=1) <= Q <= P(X=1, Y=1) + P(X=0)."""
+    lo = float(p_xy[1, 1])
+    return lo, lo + float(p_xy[0].sum())
+
+
 def iv_dataset(seeds, concentration: float, sample_sizes) -> list[dict]:
     """For every seed: a random IV model, the Balke-Pearl bounds of P(Y=1 | do(X=1)) from the
-    true P(x, y | z), and per n the counts over (Z, X, Y) and the plug-in LP bounds."""
+    true P(x, y | z), and per n the counts over (Z, X, Y), the plug-in LP bounds and the plug-in
+    natural bounds (no instrument: the trivial baseline)."""
     out = []
     objective = solvers.query_objective()
     for seed in seeds:
@@ -192,7 +226,10 @@ def iv_dataset(seeds, concentration: float, sample_sizes) -> list[dict]:
             counts = sample_counts(rng, inst.joint(), n)
             cond = (counts + PSEUDO) / (counts + PSEUDO).sum(axis=(1, 2), keepdims=True)
             plo, phi = solvers.response_function_bounds(cond, objective)
-            samples.append({"n": n, "counts": counts.reshape(-1), "lp_lo": plo, "lp_hi": phi})
+            joint = counts / counts.sum()
+            nat_lo, nat_hi = natural_bounds(joint.sum(axis=0))
+            samples.append({"n": n, "counts": counts.reshape(-1), "lp_lo": plo, "lp_hi": phi,
+                            "natural_lo": nat_lo, "natural_hi": nat_hi})
         out.append({"seed": seed, "joint": inst.joint().reshape(-1), "true_effect": inst.true_effect(),
                     "lp_lo": lo, "lp_hi": hi, "samples": samples})
     return out

@@ -4,13 +4,17 @@ its docstring is its caption."""
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
+from repro26.masked_ncm.claims import wilson
 
-METHODS = {"ncm": "Masked NCM", "single": "single-DAG NCM", "ida": "plug-in IDA"}
+#: given the true CPDAG
+METHODS = {"ncm": "Masked NCM", "ida": "plug-in IDA"}
+#: with PC's estimated CPDAG (what a user has)
+PC_METHODS = {"ncm_pc": "Masked NCM (PC class)", "single": "single-DAG NCM (PC, one DAG)",
+              "ida_pc": "plug-in IDA (PC class)"}
 
 
 def _by_instance(table: dict, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -23,30 +27,25 @@ def _bounds(run) -> dict:
     return tables.read(run.input("bounds.csv"))
 
 
-def _wilson(k: np.ndarray, n: int, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    z = stats.norm.ppf(0.5 + level / 2)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
-
-
 @figure("bounds.csv")
 def endpoints(run):
     """Estimated vs true bound endpoints of P(Y=1 | do(X=1)) at the largest sample size, one point
     per instance (seed x graph size). True bounds: IDA over the true Markov equivalence class with
-    the exact joint. Panels: Masked NCM (masks over every DAG of the class), an NCM on one DAG of
-    the class drawn at random, plug-in IDA with the empirical distribution."""
+    the exact joint. Panels: Masked NCM given the true CPDAG (masks over every DAG of the class),
+    plug-in IDA over the same class, and the single-DAG NCM (its own model, on a random consistent
+    extension of the CPDAG estimated by PC)."""
     t = _bounds(run)
     last = t["n"] == t["n"].max()
     fig, axes = plotting.subplots(1, 3, width=3.0, height=3.0)
-    for ax, (key, label) in zip(axes[0], METHODS.items()):
+    panels = {**METHODS, "single": "single-DAG NCM"}
+    for ax, (key, label) in zip(axes[0], panels.items()):
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
         ax.scatter(t["true_lo"][last], t[f"{key}_lo"][last], s=14, marker="v", label="lower endpoint")
         ax.scatter(t["true_hi"][last], t[f"{key}_hi"][last], s=14, marker="^", label="upper endpoint")
-        ax.set(xlabel="true bound (IDA, exact joint)", ylabel=f"{label} bound",
-               title=f"{label}, n = {int(t['n'].max()):,}", xlim=(0, 1), ylim=(0, 1))
+        ax.set(xlabel="true bound (IDA, exact joint)", ylabel=f"{label} bound", title=label,
+               xlim=(0, 1), ylim=(0, 1))
     axes[0, 0].legend(loc="upper left")
+    fig.suptitle(f"largest sample size, n = {int(t['n'].max()):,}", y=1.06)
     return fig
 
 
@@ -54,40 +53,45 @@ def endpoints(run):
 def error_vs_n(run):
     """Mean absolute endpoint error (|lo_hat - lo| + |hi_hat - hi|) / 2 against the true bounds vs
     the number of observational samples n; mean over instances (seeds x graph sizes) with a 95% CI
-    band. The dotted line is the claim's 0.02 threshold at the largest n."""
+    band. Left: given the true CPDAG, Masked NCM vs plug-in IDA on the same samples (the dotted
+    line is the claim's 0.02 threshold at the largest n). Right: with PC's estimated CPDAG."""
     t = _bounds(run)
-    fig, axes = plotting.subplots(1, 1, width=4.2, height=3.2)
-    ax = axes[0, 0]
-    for key, label in METHODS.items():
-        ns, grid = _by_instance(t, f"{key}_err")
-        plotting.line_with_ci(ax, ns, grid, label=label, marker="o")
-    ax.axhline(0.02, color="grey", ls=":", lw=1, label="0.02 (claim)")
-    ax.set(xscale="log", yscale="log", xlabel="sample size n",
-           ylabel="mean |endpoint - true endpoint|", title="Bound error vs n")
-    ax.legend()
+    fig, axes = plotting.subplots(1, 2, width=4.2, height=3.2, sharey=True)
+    axes[0, 0].axhline(0.02, color="grey", ls=":", lw=1, label="0.02 (claim)")
+    for ax, methods, title in ((axes[0, 0], METHODS, "given the true CPDAG"),
+                               (axes[0, 1], PC_METHODS, "CPDAG estimated by PC")):
+        for key, label in methods.items():
+            ns, grid = _by_instance(t, f"{key}_err")
+            plotting.line_with_ci(ax, ns, grid, label=label, marker="o")
+        ax.set(xscale="log", yscale="log", xlabel="sample size n", title=title)
+        ax.legend(fontsize=7)
+    axes[0, 0].set(ylabel="mean |endpoint - true endpoint|")
     return fig
 
 
 @figure("bounds.csv")
 def coverage(run):
     """Fraction of instances whose interval contains the true effect (the query in the
-    data-generating DAG) vs n, with Wilson 95% intervals. The Masked NCM interval is a
-    profile-likelihood region (chi^2_1, alpha = 0.05) united over the class; the single-DAG NCM
-    uses one random DAG of the class."""
+    data-generating DAG) vs n, with Wilson 95% intervals, all with the CPDAG estimated by PC from
+    the same samples. The Masked NCM interval is a profile-likelihood region (chi^2_1, alpha = 0.05)
+    united over PC's class; the single-DAG NCM is its own model on a random consistent extension of
+    PC's CPDAG; dashed: the Masked NCM given the true CPDAG (the region's level by construction,
+    a reference)."""
     t = _bounds(run)
-    fig, axes = plotting.subplots(1, 1, width=4.2, height=3.2)
+    fig, axes = plotting.subplots(1, 1, width=5.0, height=3.8)
     ax = axes[0, 0]
-    for i, (key, label) in enumerate(METHODS.items()):
+    series = [*PC_METHODS.items(), ("ncm", "Masked NCM (true CPDAG)")]
+    for i, (key, label) in enumerate(series):
         ns, grid = _by_instance(t, f"{key}_cover")
         k, m = grid.sum(axis=0), grid.shape[0]
-        lo, hi = _wilson(k, m)
-        x = ns * (1.0 + 0.06 * (i - 1))
+        lo, hi = wilson(k, m)
+        x = ns * (1.0 + 0.06 * (i - 1.5))
         yerr = np.maximum(0.0, [k / m - lo, hi - k / m])  # Wilson bounds: float error at k = m
-        ax.errorbar(x, k / m, yerr=yerr, marker="o", label=label)
+        ax.errorbar(x, k / m, yerr=yerr, marker="o", label=label, ls="--" if key == "ncm" else "-")
     ax.axhline(0.95, color="grey", ls=":", lw=1, label="95%")
     ax.set(xscale="log", ylim=(0, 1.02), xlabel="sample size n",
            ylabel="coverage of true P(Y=1 | do(X=1))", title="Coverage of the true effect")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7)
     return fig
 
 
@@ -113,7 +117,7 @@ def width_vs_class(run):
     ax.set(xlabel="size of the Markov equivalence class (DAGs)", ylabel="interval width",
            title="Width vs class size")
     ax.set_xticks(sizes)
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7)
     return fig
 
 
@@ -124,14 +128,17 @@ def iv_bounds(run):
     in the mechanisms of X and Y; its query phase is not scaled by n^{-1/2} and anneals the data-fit
     region from n = 100 to the real n; several restarts. Left: mean absolute endpoint error against
     the Balke-Pearl LP bounds of the true distribution vs n (95% CI over seeds). Right: endpoints at
-    the largest n."""
+    the largest n. The trivial baseline is the plug-in natural bounds (ignore Z); the plug-in
+    Balke-Pearl LP is the specialist for this graph."""
     t = tables.read(run.input("iv_bounds.csv"))
     fig, axes = plotting.subplots(1, 2, width=3.6, height=3.2)
-    ns, grid = tables.pivot(t, "ncm_err")
-    plotting.line_with_ci(axes[0, 0], ns, grid, label="Masked NCM", marker="o")
+    for key, label in (("ncm", "Masked NCM"), ("natural", "natural bounds (no Z)"),
+                       ("lp", "plug-in Balke-Pearl LP")):
+        ns, grid = tables.pivot(t, f"{key}_err")
+        plotting.line_with_ci(axes[0, 0], ns, grid, label=label, marker="o")
     axes[0, 0].set(xscale="log", yscale="log", xlabel="sample size n",
                    ylabel="mean |endpoint - LP endpoint|", title="IV: error vs Balke-Pearl bounds")
-    axes[0, 0].legend()
+    axes[0, 0].legend(fontsize=7)
     ax = axes[0, 1]
     last = t["n"] == t["n"].max()
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")

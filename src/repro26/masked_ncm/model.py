@@ -18,8 +18,12 @@ The attended vector (plus P[i]) goes through an MLP to K logits. Because the tok
 (variable, value) pair has its own embedding, the attended sum is injective in pa_i when
 D >= d K, so the MLP can realise any CPT: the model is nonparametric over the DAG M.
 
-Masks are inputs, not parameters: one set of weights is trained per mask (vmapped), and the
-"masked" model class is the union over the DAGs of the equivalence class.
+Masks are inputs, not parameters, but one set of weights is trained per mask (vmapped), and the
+"masked" model class is the union over the DAGs of the equivalence class. The abstract's single
+model over all masks (shared weights, the mask as input) is not built: sharing couples the
+per-mask constrained problems (a step toward one mask's bound moves every other mask's query),
+which needs its own optimisation design. In the Markovian setting the per-mask model is
+therefore IDA with a neural fit of each DAG's conditionals.
 """
 
 from __future__ import annotations

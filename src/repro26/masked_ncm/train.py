@@ -34,7 +34,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from scipy import stats
 
 from repro26.core.train import TrainState, init_train_state, optax_step, run_loop
-from repro26.masked_ncm import losses
+from repro26.masked_ncm import losses, solvers
 from repro26.masked_ncm.model import MaskedNCM
 
 
@@ -172,9 +172,9 @@ def optimise_bounds(problems: losses.Problem, groups: np.ndarray, num_nodes: int
                     progress: bool = False) -> dict[str, np.ndarray]:
     """Run the fit and query phases on a batch of problems; per-problem Q, NLLs, constraints.
 
-    ``groups[b]`` names the dataset (instance, n) of problem b. Every mask of a class spans the
-    same set of distributions, so the data-fit reference of a group is the best fit found by
-    any of its masks and restarts: NLL_ref = min over the group of NLL_fit. A restart that fit
+    ``groups[b]`` names the data-fit group of problem b (:func:`build_problems`). Every mask of
+    a class spans the same set of distributions, so the data-fit reference of a group is the
+    best fit found by any of its masks and restarts: NLL_ref = min over the group of NLL_fit. A restart that fit
     worse starts infeasible and is pulled back to the data by the multiplier.
 
     ``identified``: within one mask the query is identified (Markovian masks), so the optimum
@@ -234,31 +234,46 @@ def optimise_bounds(problems: losses.Problem, groups: np.ndarray, num_nodes: int
 # ----------------------------------------------------------------------------- problem batches
 
 
+def _class_key(dag: np.ndarray) -> bytes:
+    """Markov equivalence class of a DAG (its CPDAG), as a dictionary key."""
+    return solvers.cpdag_from_dag(dag).tobytes()
+
+
 def build_problems(instances: list[dict], restarts: int, multiple: int, *, iv: bool
                    ) -> tuple[losses.Problem, np.ndarray, list[dict]]:
-    """Every (seed, n, mask, direction, restart) of a dataset as one padded batch of problems.
+    """Every (seed, n, model, mask, direction, restart) of a dataset as one padded batch.
 
-    Graph datasets use the masks of the class (Markovian: no confounder); the IV dataset uses
-    the single mask Z -> X -> Y with X and Y reading the confounder. The batch is padded to a
-    multiple of ``multiple`` (repeating the first problem) so that datasets of similar size
-    share one compiled program; the index rows describe the real problems only. Also returns
-    the group (dataset) index of every problem, padding included.
+    Graph datasets: the Masked NCM's masks (the union of the true class and PC's class; the
+    evaluation picks each class's members) and, as its own model, the single-DAG NCM on the DAG
+    of ``single_dag`` (a random consistent extension of PC's CPDAG), all without confounder.
+    The IV dataset uses the single mask Z -> X -> Y with X and Y reading the confounder.
+    The batch is padded to a multiple of ``multiple`` (repeating the first problem) so that
+    datasets of similar size share one compiled program; the index rows describe the real
+    problems only. Also returns the data-fit group of every problem (padding included): masks
+    of one (seed, n) and one Markov equivalence class share a group (they span the same
+    distributions); the single-DAG NCM is a group of its own, fitted only by itself.
     """
     rows, freq, masks, conf, xs, ys, ns, signs, groups = [], [], [], [], [], [], [], [], []
+    names: dict[tuple, int] = {}
     for inst in instances:
         for sample in inst["samples"]:
-            group = len(set(groups))
             counts = np.asarray(sample["counts"], dtype=float)
-            dags = [IV_MASK] if iv else [np.asarray(g) for g in sample["mec"]]
-            for m, dag in enumerate(dags):
+            if iv:
+                models = [("masked", 0, IV_MASK)]
+            else:
+                models = [("masked", m, np.asarray(g)) for m, g in enumerate(sample["masks"])]
+                models.append(("single", -1, np.asarray(sample["single_dag"])))
+            for model, m, dag in models:
+                key = (inst["seed"], sample["n"], model, _class_key(dag) if not iv else b"")
+                group = names.setdefault(key, len(names))
                 for sign in (1.0, -1.0):
                     for r in range(restarts):
-                        rows.append({"seed": inst["seed"], "n": sample["n"], "mask": m,
-                                     "direction": "min" if sign > 0 else "max", "restart": r})
+                        rows.append({"seed": inst["seed"], "n": sample["n"], "model": model,
+                                     "mask": m, "direction": "min" if sign > 0 else "max",
+                                     "restart": r})
                         freq.append(counts / counts.sum())
                         masks.append(dag)
-                        d = dag.shape[0]
-                        conf.append(IV_CONF if iv else np.zeros(d))
+                        conf.append(IV_CONF if iv else np.zeros(dag.shape[0]))
                         xs.append(1 if iv else inst["x"])
                         ys.append(2 if iv else inst["y"])
                         ns.append(sample["n"])
