@@ -1,7 +1,6 @@
 """neptuna end to end at a reduced smoke scale (stage functions in a tmp dir) and bad input."""
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -18,16 +17,11 @@ def _smoke_cfg():
 
 
 @pytest.mark.slow
-def test_smoke_end_to_end(tmp_path):
+def test_smoke_end_to_end(tmp_path, smoke_stages):
     """Every stage on the smoke config restricted to the U-Net with mse and softadapt."""
-    scale, cfg, _ = _smoke_cfg()
-    cfg = dataclasses.replace(cfg, models=("unet",), losses=("mse", "softadapt"), train_steps=5,
-                              sod_ns=(20, 40))
-
-    def run(stage, out, inputs=(), variant=None, name=None):
-        run_stage("neptuna", stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
-                  inputs=inputs, progress=False)
-
+    run = smoke_stages("neptuna")
+    cfg = run.cfg = dataclasses.replace(run.cfg, models=("unet",), losses=("mse", "softadapt"),
+                                        train_steps=5, sod_ns=(20, 40))
     run("validate", tmp_path / "tables")
     h5 = tmp_path / "data" / "bubble.h5"
     run("data", h5, variant="dataset=bubble")
@@ -41,18 +35,12 @@ def test_smoke_end_to_end(tmp_path):
         csvs.append(path)
     run("timing", tmp_path / "tables" / "timing.csv", [h5])
     run("evaluate", tmp_path / "tables", [h5, *csvs])
-    tables = [tmp_path / "tables" / n for n in ("metrics.csv", "timing.csv")]
-    for name in ("rollout_error", "metric_heatmap", "step_time"):
-        run("figure", tmp_path / "figures" / f"{name}.png",
-            [tmp_path / "tables" / ("metrics.csv" if name == "metric_heatmap" else
-                                   "rollout.csv" if name == "rollout_error" else "timing.csv")],
-            name=name)
-        assert (tmp_path / "figures" / f"{name}.pdf").is_file()
-    run("claims", tmp_path / "claims.json", tables)
-    out = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in out["claims"]] == ["no_single_best", "composite_losses_improve",
-                                               "softadapt_negligible_overhead"]
-    assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in out["claims"])
+    tables = [tmp_path / "tables" / f"{n}.csv" for n in
+              ("validation", "sod_profile", "rollout", "metrics", "weights", "timing")]
+    claims = run.figures_and_claims(tmp_path, [*tables, tmp_path / "data" / "bubble_snapshots.npz"],
+                                    tables[3::2])
+    assert list(claims) == ["no_single_best", "composite_losses_improve",
+                            "softadapt_negligible_overhead"]
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
