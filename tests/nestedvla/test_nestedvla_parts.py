@@ -20,7 +20,8 @@ TAU = jnp.asarray([[3.0, -1.0, 0.5, 2.0],
 
 
 def test_task_arithmetic_is_scaled_sum():
-    np.testing.assert_allclose(merging.task_arithmetic(TAU, 0.5), 0.5 * np.asarray([2.0, 1.0, 0.4, 0.0]))
+    np.testing.assert_allclose(merging.task_arithmetic(TAU, 0.5),
+                               0.5 * np.asarray([2.0, 1.0, 0.4, 0.0]))
 
 
 def test_ties_trim_elect_disjoint_mean():
@@ -44,7 +45,8 @@ def test_dare_is_unbiased_and_drops_at_rate_p():
     np.testing.assert_array_less(np.abs(np.asarray(draws.mean(0)) - expected), 5 * se + 1e-6)
     single = jax.vmap(lambda k: merging.dare(TAU[:1], 1.0, 0.7, k))(keys)
     assert abs(float(jnp.mean(single == 0)) - 0.7) < 0.01
-    np.testing.assert_allclose(merging.dare(TAU, 0.3, 0.0, keys[0]), merging.task_arithmetic(TAU, 0.3))
+    np.testing.assert_allclose(merging.dare(TAU, 0.3, 0.0, keys[0]),
+                               merging.task_arithmetic(TAU, 0.3))
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +121,8 @@ def test_beats_merging_held_not_held_inconclusive():
     assert held.verdict == "held" and held.measured["strongest_merging"] == "task_arithmetic"
     assert claims.beats_merging_claim(_table(_rows(nestedvla=0.4))).verdict == "not held"
     weak = claims.beats_merging_claim(_table(_rows(task_arithmetic=0.35, dare=0.3, ties=0.2)))
-    assert weak.verdict == "inconclusive" and "does not beat the frozen base" in weak.inconclusive_reason
+    assert weak.verdict == "inconclusive"
+    assert "does not beat the frozen base" in weak.inconclusive_reason
     noisy = claims.beats_merging_claim(_table(_rows(nestedvla=0.55 + 5 * NOISE[::-1])))
     assert noisy.verdict == "inconclusive"
 

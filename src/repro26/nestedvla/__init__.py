@@ -1,1 +1,1 @@
-"""NestedVLA (issue 23): task-conditioned adapter generation by a nested hypernetwork vs model merging."""
+"""NestedVLA (issue 23): task-conditioned adapters from a nested hypernetwork vs model merging."""

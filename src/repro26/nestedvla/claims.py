@@ -46,10 +46,10 @@ def beats_merging_claim(table) -> Claim:
     m = {"strongest_merging": strongest,
          "nested_minus_merging": bound(nested - merged[strongest], 0.0),
          "merging_minus_base": bound(merged[strongest] - base, 0.0),
-         "success": {k: summary(v) for k, v in {"base": base, "nearest": rates(table, "nearest", "all"),
-                                                 **merged, "joint": rates(table, "joint", "all"),
-                                                 "nestedvla": nested,
-                                                 "finetune": rates(table, "finetune", "all")}.items()}}
+         "success": {k: summary(v) for k, v in {
+             "base": base, "nearest": rates(table, "nearest", "all"), **merged,
+             "joint": rates(table, "joint", "all"), "nestedvla": nested,
+             "finetune": rates(table, "finetune", "all")}.items()}}
 
     def undecided(m) -> str | None:
         if m["merging_minus_base"]["decided"] is not True:

@@ -33,7 +33,8 @@ MERGERS = merging.METHODS
 
 def suite_tasks(cfg) -> dict[str, tuple[suites.Tasks, suites.Tasks]]:
     """(skill tasks, held-out tasks) of every suite."""
-    return {s: suites.make_tasks(cfg.task_seed, s, cfg.n_tasks, cfg.n_heldout) for s in suites.SUITES}
+    return {s: suites.make_tasks(cfg.task_seed, s, cfg.n_tasks, cfg.n_heldout)
+            for s in suites.SUITES}
 
 
 def pretrain_tasks(cfg) -> dict[str, suites.Tasks]:
@@ -114,8 +115,9 @@ def evaluate_suite(cfg, suite: str, train_tasks, held_tasks, offset: int, bases,
         select = np.stack([success(cfg, both, bases, d, k_select)[:, :n_train].mean(1)
                            for d in merged_at])  # (grid, seeds)
         best = np.argmax(select, axis=0)
-        evals = np.stack([success(cfg, both, bases, merged_at[g], k_eval) for g in sorted(set(best))])
-        rows = {g: i for i, g in enumerate(sorted(set(best)))}
+        chosen = sorted(set(best))
+        evals = np.stack([success(cfg, both, bases, merged_at[g], k_eval) for g in chosen])
+        rows = {g: i for i, g in enumerate(chosen)}
         rates[method] = np.stack([evals[rows[g], s] for s, g in enumerate(best)])
         lams[method] = np.asarray(grid, float)[best]
     out = []

@@ -9,11 +9,12 @@ from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
 from repro26.nestedvla.suites import SUITES
 
-LABELS = {"base": "frozen base", "nearest": "nearest task's\nadapter",
-          "task_arithmetic": "task\narithmetic", "ties": "TIES", "dare": "DARE",
-          "joint": "multi-task\njoint", "nestedvla": "NestedVLA", "finetune": "per-task\nfine-tuning"}
-COLORS = {"base": "0.55", "nearest": "0.75", "task_arithmetic": "C0", "ties": "C9", "dare": "C4",
-          "joint": "C2", "nestedvla": "C3", "finetune": "C1"}
+LABELS = {"base": "frozen base", "nearest": "nearest task's adapter",
+          "task_arithmetic": "task arithmetic", "ties": "TIES", "dare": "DARE",
+          "joint": "multi-task joint", "nestedvla": "NestedVLA",
+          "finetune": "per-task fine-tuning"}
+COLORS = {"base": "0.55", "nearest": "0.75", "task_arithmetic": "C0", "ties": "C9",
+          "dare": "C4", "joint": "C2", "nestedvla": "C3", "finetune": "C1"}
 GROUPS = (*SUITES, "all")
 
 
@@ -28,7 +29,7 @@ def _bars(ax, table, methods):
             mean, half = mean_ci(values)
             pos = x[i] - 0.425 + (j + 0.5) * width
             ax.bar(pos, mean, width, yerr=half, color=COLORS[method], capsize=1.5,
-                   label=LABELS[method].replace("\n", " ") if i == 0 else None)
+                   label=LABELS[method] if i == 0 else None)
             ax.plot(np.full(values.size, pos), values, "k.", ms=2)
     ax.set_xticks(x, ["point mass", "2-link arm", "3-link arm", "mean of suites"])
     ax.set_ylabel("success rate")

@@ -112,7 +112,8 @@ def train_adapters(cfg, seeds, bases, obs, acts, emb, mask, checkpoint, progress
 
     step = _seed_step(per_seed, (eqx.if_array(0), None, None, None, None))
     adapters = init_adapters(cfg, seeds, _shapes(bases), n_tasks)
-    state = eqx.filter_vmap(eqx.filter_vmap(lambda m: core_train.init_train_state(m, opt)))(adapters)
+    state = eqx.filter_vmap(eqx.filter_vmap(
+        lambda m: core_train.init_train_state(m, opt)))(adapters)
     data = (bases, *(jnp.asarray(x) for x in (obs, acts, emb, mask)))
     return _fit(step, state, data, seeds, steps=cfg.adapter_steps, chunk_size=cfg.chunk_size,
                 checkpoint=checkpoint, desc="adapters", progress=progress)
@@ -137,7 +138,8 @@ def train_joint(cfg, seeds, bases, obs, acts, emb, mask, checkpoint, progress):
         deltas = adapter.deltas()
         return _tasks_loss(base, lambda t, e: deltas, o, a, e, m, key, cfg.per_task), {}
 
-    step = _seed_step(core_train.optax_step(loss_fn, opt), (eqx.if_array(0), None, None, None, None))
+    step = _seed_step(core_train.optax_step(loss_fn, opt),
+                      (eqx.if_array(0), None, None, None, None))
     state = eqx.filter_vmap(lambda m: core_train.init_train_state(m, opt))(
         init_joint(cfg, seeds, _shapes(bases)))
     data = (bases, *(jnp.asarray(x) for x in (obs, acts, emb, mask)))
