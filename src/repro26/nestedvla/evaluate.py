@@ -1,0 +1,159 @@
+"""Success rates of every method on every task of every suite (rollouts vmapped over seeds,
+tasks and episodes), and the per-seed summaries the figures and claims read.
+
+Methods (rows of every table):
+
+* ``base``: the frozen base policy, no adapter (trivial baseline);
+* ``nearest``: the adapter of the nearest training task of the same suite (task-token
+  distance), applied as is; for a training task the nearest *other* training task (trivial);
+* ``finetune``: the task's own adapter (per-task fine-tuning, upper bound; training tasks only);
+* ``task_arithmetic``, ``ties``, ``dare``: one merged delta per suite from its training tasks'
+  adapters, lambda picked per suite and seed from the config grid by mean success on the
+  suite's training tasks in separate selection episodes;
+* ``joint``: one adapter trained on all training tasks (multi-task joint training);
+* ``nestedvla``: the adapter the nested hypernetwork generates from the task token.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from repro26.core.stats import summary
+from repro26.nestedvla import merging, suites
+from repro26.nestedvla.policy import act
+
+METHODS = ("base", "nearest", "task_arithmetic", "ties", "dare", "joint", "nestedvla", "finetune")
+MERGERS = merging.METHODS
+
+
+def suite_tasks(cfg) -> dict[str, tuple[suites.Tasks, suites.Tasks]]:
+    """(skill tasks, held-out tasks) of every suite."""
+    return {s: suites.make_tasks(cfg.task_seed, s, cfg.n_tasks, cfg.n_heldout)
+            for s in suites.SUITES}
+
+
+def pretrain_tasks(cfg) -> dict[str, suites.Tasks]:
+    """The base policy's pretraining tasks of every suite (an independent draw)."""
+    return {s: suites.make_tasks(cfg.task_seed + 1, s, cfg.n_pretrain, 0)[0] for s in suites.SUITES}
+
+
+@functools.lru_cache(maxsize=None)
+def _success_fn(suite: str, episodes: int, horizon: int):
+    """jit(seeds x tasks x episodes) success rate under per-task weight deltas."""
+    def one_task(base, deltas, kind, goal, obj, emb, key):
+        def episode(k):
+            return suites.rollout(suite, lambda o: act(base, deltas, o, emb), kind, goal, obj, k,
+                                  horizon)[2]
+        return jnp.mean(jax.vmap(episode)(jax.random.split(key, episodes)))
+
+    def per_seed(base, deltas, kind, goal, obj, emb, keys):
+        return jax.vmap(one_task, in_axes=(None, 0, 0, 0, 0, 0, 0))(base, deltas, kind, goal,
+                                                                     obj, emb, keys)
+
+    return eqx.filter_jit(eqx.filter_vmap(per_seed, in_axes=(eqx.if_array(0), 0, None, None,
+                                                             None, None, None)))
+
+
+def success(cfg, tasks: suites.Tasks, bases, deltas, key) -> np.ndarray:
+    """Success rate (n_seeds, n_tasks) of per-seed, per-task deltas ``(S, n_tasks, ...)``, over
+    ``cfg.eval_episodes`` random starts (the same starts for every method with the same key)."""
+    fn = _success_fn(tasks.suite, cfg.eval_episodes, cfg.horizon)
+    keys = jax.random.split(key, len(tasks))
+    return np.asarray(fn(bases, deltas, jnp.asarray(tasks.kind), jnp.asarray(tasks.goal),
+                         jnp.asarray(tasks.obj), jnp.asarray(tasks.embedding()), keys))
+
+
+def nearest_index(train_emb: np.ndarray, query_emb: np.ndarray, exclude_self: bool) -> np.ndarray:
+    """Index of the nearest training token to each query (Euclidean); ``exclude_self`` for
+    queries that are the training tokens themselves."""
+    d = np.linalg.norm(query_emb[:, None] - train_emb[None], axis=-1)
+    if exclude_self:
+        np.fill_diagonal(d, np.inf)
+    return np.argmin(d, axis=1)
+
+
+def _broadcast(deltas, n_tasks: int):
+    """Per-seed deltas (S, ...) -> per-seed, per-task (S, n_tasks, ...)."""
+    return jax.tree.map(lambda d: jnp.repeat(d[:, None], n_tasks, axis=1), deltas)
+
+
+def evaluate_suite(cfg, suite: str, train_tasks, held_tasks, offset: int, bases, adapter_deltas,
+                   joint_deltas, hyper, key) -> list[dict]:
+    """Rows (method, suite, task, split, kind, seed, success, lam) for one suite; ``offset`` is
+    the suite's first index among all training tasks (the adapters' task axis)."""
+    n_train = len(train_tasks)
+    both = suites.concat(train_tasks, held_tasks)
+    n = len(both)
+    own = jax.tree.map(lambda d: d[:, offset:offset + n_train], adapter_deltas)
+    emb = both.embedding()
+    near = np.concatenate([nearest_index(emb[:n_train], emb[:n_train], True),
+                           nearest_index(emb[:n_train], emb[n_train:], False)])
+    k_eval, k_select, k_dare = jax.random.split(key, 3)
+    zeros = jax.tree.map(lambda d: jnp.zeros((d.shape[0], n, *d.shape[2:])), own)
+    per_task = {
+        "base": zeros,
+        "nearest": jax.tree.map(lambda d: d[:, near], own),
+        "joint": _broadcast(joint_deltas, n),
+        "nestedvla": eqx.filter_vmap(lambda h: jax.vmap(h.deltas)(jnp.asarray(emb)))(hyper),
+        "finetune": jax.tree.map(lambda d, z: z.at[:, :n_train].set(d), own, zeros),
+    }
+    rates = {m: success(cfg, both, bases, d, k_eval) for m, d in per_task.items()}
+    lams = {m: np.full(len(cfg.seeds), np.nan) for m in METHODS}
+    for method in MERGERS:
+        grid = cfg.ties_lambdas if method == "ties" else cfg.sum_lambdas
+        merged_at = []
+        for lam in grid:
+            merged = jax.vmap(lambda d, k: merging.merge(method, d, lam, keep=cfg.ties_keep,
+                                                         drop=cfg.dare_drop, key=k))(
+                own, jax.random.split(k_dare, len(cfg.seeds)))
+            merged_at.append(_broadcast(merged, n))
+        select = np.stack([success(cfg, both, bases, d, k_select)[:, :n_train].mean(1)
+                           for d in merged_at])  # (grid, seeds)
+        best = np.argmax(select, axis=0)
+        chosen = sorted(set(best))
+        evals = np.stack([success(cfg, both, bases, merged_at[g], k_eval) for g in chosen])
+        rows = {g: i for i, g in enumerate(chosen)}
+        rates[method] = np.stack([evals[rows[g], s] for s, g in enumerate(best)])
+        lams[method] = np.asarray(grid, float)[best]
+    out = []
+    for method in METHODS:
+        for s, seed in enumerate(cfg.seeds):
+            for t in range(n):
+                held = t >= n_train
+                if method == "finetune" and held:
+                    continue
+                out.append({"method": method, "suite": suite, "task": t,
+                            "split": "heldout" if held else "train",
+                            "kind": suites.KINDS[int(both.kind[t])], "seed": int(seed),
+                            "success": float(rates[method][s, t]),
+                            "lam": float(lams[method][s])})
+    return out
+
+
+def by_suite(rows: list[dict], split: str) -> list[dict]:
+    """Mean success per (method, suite, seed) over the split's tasks, plus suite ``all`` (the
+    mean of the three suites)."""
+    cells: dict = {}
+    for r in rows:
+        if r["split"] == split:
+            cells.setdefault((r["method"], r["suite"], r["seed"]), []).append(r["success"])
+    out = [{"method": m, "suite": s, "seed": seed, "success": float(np.mean(v))}
+           for (m, s, seed), v in cells.items()]
+    for m in dict.fromkeys(k[0] for k in cells):
+        for seed in dict.fromkeys(k[2] for k in cells):
+            per = [np.mean(v) for (mm, s, sd), v in cells.items() if mm == m and sd == seed]
+            out.append({"method": m, "suite": "all", "seed": seed, "success": float(np.mean(per))})
+    return out
+
+
+def describe(rows: list[dict]) -> dict:
+    """Mean and 95% CI over seeds of every (method, suite) cell, for the log."""
+    cells: dict = {}
+    for r in rows:
+        cells.setdefault(f"{r['method']}/{r['suite']}", []).append(r["success"])
+    return {k: summary(v) for k, v in cells.items()}
