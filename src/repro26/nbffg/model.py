@@ -109,6 +109,19 @@ class KunitaFlow(eqx.Module):
         return Proxy(jnp.zeros((d, d)), jnp.zeros(d), self.diffusion(self.reference))
 
 
+def linearised_proxy(dynamics, anchors: Float[Array, "n1 d"]) -> Proxy:
+    """Per-edge proxy linearising the true SDE around an anchor state of each edge's end node
+    (the "fair BFFG" baseline): ``B = Db(x*)``, ``beta = b(x*) - B x*``, ``sigma~ = sigma(x*)``.
+
+    For the double well at an observation ``y ~ +-1`` this is an OU process pulled to ``y``
+    (``B = alpha (1 - 3 y^2)``), instead of Brownian motion; for the state-dependent OU the
+    diffusion is frozen at ``x*``; for a linear SDE it is the SDE itself.
+    """
+    B = jax.vmap(jax.jacfwd(dynamics.drift))(anchors)
+    beta = jax.vmap(dynamics.drift)(anchors) - jnp.einsum("nij,nj->ni", B, anchors)
+    return Proxy(B, beta, jax.vmap(dynamics.diffusion)(anchors))
+
+
 class Residual(eqx.Module):
     """``u_theta(s, x, a~ r, node)``: MLP on (edge time, state, soft-signed guiding term, node
     embedding); output in noise coordinates (drift correction ``sigma u``, cost ``1/2 |u|^2``).
