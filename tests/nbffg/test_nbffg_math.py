@@ -215,8 +215,8 @@ def test_elbo_below_exact_evidence_and_log_z_converges_with_steps():
 
 
 def test_linearised_proxy_and_anchors():
-    """The fair-BFFG proxy: a linear SDE is its own linearisation; the double well linearised at
-    y has B = alpha (1 - 3 y^2) and passes through b(y); anchors are subtree means of the
+    """The fair-BFFG proxy: a (contracting) linear SDE is its own linearisation; the double well
+    linearised at y has B = min(alpha (1 - 3 y^2), 0) and passes through b(y); anchors are subtree means of the
     observations (brute force over descendants)."""
     from repro26.nbffg.losses import subtree_anchors
 
@@ -229,7 +229,7 @@ def test_linearised_proxy_and_anchors():
     dw = M.DoubleWell(2.0, 0.5, 2)
     p = M.linearised_proxy(dw, anchors)
     y = np.asarray(anchors)
-    np.testing.assert_allclose(np.asarray(p.B), np.stack([np.diag(2.0 * (1 - 3 * v**2)) for v in y]),
+    np.testing.assert_allclose(np.asarray(p.B), np.stack([np.diag(np.minimum(2.0 * (1 - 3 * v**2), 0)) for v in y]),
                                rtol=1e-5, atol=1e-5)
     through = np.einsum("nij,nj->ni", np.asarray(p.B), y) + np.asarray(p.beta)
     np.testing.assert_allclose(through, np.asarray(jax.vmap(dw.drift)(anchors)), atol=1e-5)

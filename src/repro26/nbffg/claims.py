@@ -55,7 +55,9 @@ def _elbo_ess(table) -> Claim:
                "ess_naive": summary(per_seed(table, t, "naive", "ess"))}
         for b in (b for b in BFFG_VARIANTS if b in methods):
             elbo_b, ess_b = per_seed(table, t, b, "elbo"), per_seed(table, t, b, "ess")
-            if not np.all(np.isfinite(elbo_b)):
+            if not np.all(np.isfinite(elbo_b)):  # a diverged guide: reported, not compared
+                row[f"{b}_non_finite_seeds"] = int(np.sum(~np.isfinite(elbo_b)))
+                row[f"elbo_{b}_finite_seeds"] = [float(v) for v in elbo_b[np.isfinite(elbo_b)]]
                 continue
             d_elbo = summary(per_seed(table, t, "nbffg", "elbo") - elbo_b)
             d_ess = summary(per_seed(table, t, "nbffg", "ess") - ess_b)

@@ -145,7 +145,8 @@ def elbo_ess(run):
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_ylabel("ESS / N of importance weights")
     ax.set_title(f"ESS ({run.cfg.evaluate.samples} samples)")
-    ax.legend()
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
     return fig
 
 
@@ -174,7 +175,8 @@ def posterior(run):
         ax.set_ylabel("RMSE of internal-node posterior mean")
         refs = {t: table["reference"][table["task"] == t][0] for t in tasks}
         ax.set_title("reference: " + ", ".join(sorted(set(refs.values()))))
-        ax.legend(ncol=2)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        fig.tight_layout()
     return fig
 
 
@@ -348,7 +350,7 @@ def discrete(run):
     ax.set_title("ELBO gap to the exact evidence")
     ax.legend(fontsize=5)
     ax = axes[0, 2]
-    _bars(ax, table, tasks, METHODS, "post_rmse")
+    _bars(ax, table, tasks, ("nbffg", "bffg", "naive", "mcmc"), "post_rmse")
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_ylabel("RMSE of internal-node marginals")
