@@ -67,6 +67,7 @@ class CostConfig:
     batch: int
     repeats: int
     steps_per_timing: int
+    grad_keys: int              # independent keys per repeat for the gradient variance
     dynamics: Literal["linear", "doublewell", "statedep", "shapes"]
 
 
@@ -127,6 +128,8 @@ def _check(cfg: Config) -> None:
               "evaluate.mcmc_ref_chains": cfg.evaluate.mcmc_ref_chains,
               "cost.paths": cfg.cost.paths, "cost.batch": cfg.cost.batch,
               "cost.steps_per_timing": cfg.cost.steps_per_timing}
+    if cfg.cost.grad_keys < 2:
+        raise ConfigError("nbffg.cost.grad_keys: at least 2 (a variance over keys)")
     for name, value in {**positive, **counts}.items():
         if value <= 0:
             raise ConfigError(f"nbffg.{name}: must be positive, got {value}")
@@ -203,7 +206,8 @@ def evaluate_stage(run: Run) -> None:
 
 @stage()
 def cost_stage(run: Run) -> None:
-    """Seconds per training step vs tree size, whole tree vs pathwise subsampling."""
+    """Seconds per training step and ELBO-gradient variance vs tree size, whole tree vs
+    pathwise subsampling."""
     from repro26.nbffg import evaluate as E
 
     _check(run.cfg)
@@ -212,9 +216,10 @@ def cost_stage(run: Run) -> None:
     for leaves in c.leaves:
         depth = int(round(np.log2(leaves)))
         for mode, paths in (("full", 0), ("subsampled", c.paths)):
-            for rep, sec in enumerate(E.step_cost(run.cfg, leaves, paths, c.repeats, run.cfg.seeds[0])):
+            times, variances = E.step_cost(run.cfg, leaves, paths, c.repeats, run.cfg.seeds[0])
+            for rep, (sec, var) in enumerate(zip(times, variances)):
                 rows.append({"leaves": leaves, "nodes": 2 * leaves - 1, "path_edges": depth,
-                             "mode": mode, "repeat": rep, "sec_per_step": sec})
+                             "mode": mode, "repeat": rep, "sec_per_step": sec, "grad_var": var})
     io.write_table(run.out, rows, run.meta())
 
 

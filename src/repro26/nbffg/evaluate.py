@@ -1,7 +1,9 @@
 """Metrics per task and seed: ELBO, ESS, log-evidence, posterior of internal nodes; and the
 cost of a training step against tree size (experiment 4).
 
-Methods: ``nbffg`` (trained residual), ``bffg`` (linear guiding), ``naive`` (unguided forward
+Methods: ``nbffg`` (trained residual), ``bffg`` (linear guiding with the paper's proxy, the
+guide NBFFG starts from), ``bffg_lin`` (the fair BFFG: guiding with the drift linearised around
+the observations below each edge; continuous tasks only), ``naive`` (unguided forward
 simulation + importance weights), ``mcmc`` (guided-proposal pCN, ``mcmc_ref_chains`` chains sharing the same number of
 forward solves). Posterior means of importance samplers are self-normalised. References: exact Gaussian
 conditioning (linear tasks), a long multi-chain pCN run (nonlinear tasks), the simulated truth
@@ -27,7 +29,7 @@ from repro26.nbffg import losses as L
 from repro26.nbffg import solvers as S
 from repro26.nbffg import train as T
 
-IS_METHODS = ("nbffg", "bffg", "naive")
+IS_METHODS = ("nbffg", "bffg", "bffg_lin", "naive")
 
 
 @eqx.filter_jit
@@ -74,11 +76,15 @@ def evaluate(cfg, task: D.Task, arrays: dict, model, seed: int):
     key = jax.random.key(10_000 + seed)
     k_is, k_mc, k_ref = jax.random.split(key, 3)
     zero = L.zeroed(model)
+    k_nb, k_bf, k_lin, k_nv = jax.random.split(k_is, 4)  # independent draws per method
     results = {
-        "nbffg": _importance(model, problem, k_is, e.samples, jnp.array(False)),
-        "bffg": _importance(zero, problem, k_is, e.samples, jnp.array(False)),
-        "naive": _importance(zero, problem, k_is, e.samples, jnp.array(True)),
+        "nbffg": _importance(model, problem, k_nb, e.samples, jnp.array(False)),
+        "bffg": _importance(zero, problem, k_bf, e.samples, jnp.array(False)),
     }
+    if not isinstance(problem, L.CTMCProblem):
+        linearised = L.build_problem(cfg, task, arrays, proxy="linearised")
+        results["bffg_lin"] = _importance(zero, linearised, k_lin, e.samples, jnp.array(False))
+    results["naive"] = _importance(zero, problem, k_nv, e.samples, jnp.array(True))
     chains = e.mcmc_ref_chains
     mc_mean, mc_acc = _mcmc(zero, problem, k_mc, jnp.array(max(e.samples // chains, 2)),
                             e.mcmc_rho, chains)
@@ -86,10 +92,11 @@ def evaluate(cfg, task: D.Task, arrays: dict, model, seed: int):
         marg, log_p = ctmc_reference(problem)
         reference, ref_kind = marg[:n], "exact"
     elif task.dynamics == "linear":
+        dyn, m0, P0 = D.make_dynamics(cfg, task)
         mean, _, log_p = S.exact_gaussian_tree(
             arrays["parent"], arrays["length"],
-            tuple(np.asarray(v) for v in (problem.proxy.B, problem.proxy.beta, problem.proxy.sigma)),
-            *(np.asarray(v, np.float64) for v in D.make_dynamics(cfg, task)[1:]),
+            tuple(np.asarray(v) for v in (dyn.B, dyn.beta, dyn.sigma)),
+            np.asarray(m0, np.float64), np.asarray(P0, np.float64),
             arrays["obs"], arrays["observed"] > 0, problem.obs_var)
         reference, ref_kind = mean, "exact"
     elif task.dynamics == "shapes":
@@ -102,11 +109,13 @@ def evaluate(cfg, task: D.Task, arrays: dict, model, seed: int):
         rows.append({"task": task.name, "seed": seed, "method": method,
                      "elbo": float(r["elbo"]), "log_z": float(r["log_z"]), "ess": float(r["ess"]),
                      "post_rmse": internal_rmse(np.asarray(r["mean"])[:n], reference, internal),
-                     "reference": ref_kind, "exact_log_p": float(log_p), "accept": np.nan})
+                     "reference": ref_kind, "exact_log_p": float(log_p), "accept": np.nan,
+                     "samples": e.samples})
     rows.append({"task": task.name, "seed": seed, "method": "mcmc", "elbo": np.nan,
                  "log_z": np.nan, "ess": np.nan,
                  "post_rmse": internal_rmse(np.asarray(mc_mean)[:n], reference, internal),
-                 "reference": ref_kind, "exact_log_p": float(log_p), "accept": float(mc_acc)})
+                 "reference": ref_kind, "exact_log_p": float(log_p), "accept": float(mc_acc),
+                 "samples": e.samples})
     estimates = {**{m: np.asarray(r["mean"])[:n] for m, r in results.items()},
                  "mcmc": np.asarray(mc_mean)[:n], "reference": np.asarray(reference),
                  "truth": arrays["truth"]}
@@ -116,25 +125,34 @@ def evaluate(cfg, task: D.Task, arrays: dict, model, seed: int):
     return rows, node_rows
 
 
-def step_cost(cfg, leaves: int, num_paths: int, repeats: int, seed: int) -> list[float]:
-    """Seconds per NBFFG training step (forward + backward + Adam) on a balanced tree."""
+def step_cost(cfg, leaves: int, num_paths: int, repeats: int, seed: int):
+    """Seconds per NBFFG training step (forward + backward + Adam) on a balanced tree, and the
+    variance of the ELBO gradient (trace of its covariance over independent keys, at the initial
+    network), one of each per repeat. Steps to a fixed accuracy scale with the variance."""
     c = cfg.cost
     task = D.parse_task(f"{c.dynamics}_balanced_{leaves}")
     problem = L.build_problem(cfg, task, D.generate(cfg, task, seed))
     model = T.init_residual(cfg, task, problem, jax.random.key(seed))
+    loss = L.make_loss(c.batch, num_paths)
+    grads = eqx.filter_jit(eqx.filter_vmap(
+        lambda k: eqx.filter_grad(lambda mdl: loss(mdl, problem, k)[0])(model)))
     optimizer = optax.adam(cfg.train.lr)
-    step = eqx.filter_jit(optax_step(L.make_loss(c.batch, num_paths), optimizer))
+    step = eqx.filter_jit(optax_step(loss, optimizer))
     state = init_train_state(model, optimizer)
     state, metrics = step(state, problem, jax.random.key(0))
     jax.block_until_ready(metrics["loss"])
-    times = []
+    times, variances = [], []
     for r in range(repeats):
         t0 = time.perf_counter()
         for i in range(c.steps_per_timing):
             state, metrics = step(state, problem, jax.random.key(r * 1000 + i + 1))
         jax.block_until_ready(metrics["loss"])
         times.append((time.perf_counter() - t0) / c.steps_per_timing)
-    return times
+        g = grads(jax.random.split(jax.random.key(10_000 + r), c.grad_keys))
+        flat = jnp.concatenate([v.reshape(c.grad_keys, -1) for v in jax.tree_util.tree_leaves(
+            eqx.filter(g, eqx.is_inexact_array))], 1)
+        variances.append(float(jnp.sum(jnp.var(flat, 0, ddof=1))))
+    return times, variances
 
 
 # Where the stages write the tables (paths under results/<scale>/nbffg/), for figures and claims.

@@ -20,8 +20,9 @@ from repro26.nbffg.evaluate import (
     tasks_where,
 )
 
-METHODS = ("nbffg", "bffg", "naive", "mcmc")
-COLOURS = {"nbffg": "C0", "bffg": "C1", "naive": "C2", "mcmc": "C3", "truth": "k"}
+METHODS = ("nbffg", "bffg", "bffg_lin", "naive", "mcmc")
+COLOURS = {"nbffg": "C0", "bffg": "C1", "bffg_lin": "C4", "naive": "C2", "mcmc": "C3",
+           "truth": "k"}
 
 
 def _histories(run, task: str) -> list[dict]:
@@ -47,7 +48,8 @@ def _bars(ax, table, tasks, methods, column):
     for j, method in enumerate(methods):
         means, halves = [], []
         for task in tasks:
-            mean, half = mean_ci(per_seed(table, task, method, column))
+            values = per_seed(table, task, method, column)  # empty: method not run on the task
+            mean, half = mean_ci(values) if values.size else (np.nan, np.nan)
             means.append(mean)
             halves.append(half)
         ax.bar(np.arange(len(tasks)) + (j - (len(methods) - 1) / 2) * width, means, width,
@@ -115,29 +117,36 @@ def _nonlinear(cfg) -> list[str]:
 def elbo_ess(run):
     """NBFFG experiments 2-3 (nonlinear dynamics: double-well, state-dependent OU, Kunita landmark
     shapes, and discrete traits under a CTMC with time-dependent rates). Left: ELBO of NBFFG minus
-    ELBO of linear BFFG per task (mean and 95% CI over seeds). Right: normalised effective sample
-    size of the importance weights of NBFFG, BFFG and naive forward simulation (log scale)."""
+    ELBO of BFFG with the paper's proxy (bffg) and of the fair BFFG whose proxy linearises the
+    drift around the observations (bffg_lin; continuous tasks), paired over seeds (mean and 95%
+    CI). Right: normalised effective sample size of the importance weights of NBFFG, both BFFGs
+    and naive forward simulation (log scale)."""
     tasks = _nonlinear(run.cfg)
     fig, axes = plotting.subplots(1, 2, width=max(3.4, 0.9 * len(tasks) + 1.5))
     if not tasks:
         return _all_empty(fig, axes, "no nonlinear task")
     table = read_tables(run, metrics_path, tasks)
     ax = axes[0, 0]
-    gains = [per_seed(table, t, "nbffg", "elbo") - per_seed(table, t, "bffg", "elbo") for t in tasks]
-    means, halves = zip(*(mean_ci(g) for g in gains))
-    ax.bar(np.arange(len(tasks)), means, 0.6, yerr=halves, color=COLOURS["nbffg"])
+    for j, base in enumerate(("bffg", "bffg_lin")):
+        gains = [per_seed(table, t, "nbffg", "elbo") - per_seed(table, t, base, "elbo")
+                 if per_seed(table, t, base, "elbo").size else np.full(1, np.nan) for t in tasks]
+        means, halves = zip(*(mean_ci(g) for g in gains))
+        ax.bar(np.arange(len(tasks)) + (j - 0.5) * 0.4, means, 0.4, yerr=halves,
+               color=COLOURS[base], label=f"vs {base}")
     ax.axhline(0.0, color="k", lw=0.8)
+    ax.legend(fontsize=7)
     ax.set_xticks(np.arange(len(tasks)))
     ax.set_xticklabels([t.replace("_", "\n") for t in tasks], fontsize=7)
     ax.set_ylabel("ELBO(NBFFG) - ELBO(BFFG) (nats)")
-    ax.set_title("ELBO gain of the neural residual")
+    ax.set_title("paired ELBO gain of NBFFG")
     ax = axes[0, 1]
-    _bars(ax, table, tasks, ("nbffg", "bffg", "naive"), "ess")
+    _bars(ax, table, tasks, ("nbffg", "bffg", "bffg_lin", "naive"), "ess")
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_ylabel("ESS / N of importance weights")
     ax.set_title(f"ESS ({run.cfg.evaluate.samples} samples)")
-    ax.legend()
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
     return fig
 
 
@@ -147,7 +156,8 @@ def _continuous(cfg) -> list[str]:
 
 @figure(inputs_from=lambda cfg: table_paths(cfg, _continuous(cfg), metrics_path))
 def posterior(run):
-    """RMSE of the internal-node posterior means of NBFFG, BFFG, naive importance sampling and
+    """RMSE of the internal-node posterior means of NBFFG, BFFG (paper proxy), the fair BFFG
+    (drift linearised around the observations), naive importance sampling and
     guided pCN MCMC (same number of forward solves) against the reference: exact conditioning
     (linear), a long multi-chain guided pCN run (double-well, state-dependent OU), the simulated
     true shapes (Kunita shapes). Continuous tasks only (discrete traits: see the discrete figure).
@@ -165,7 +175,8 @@ def posterior(run):
         ax.set_ylabel("RMSE of internal-node posterior mean")
         refs = {t: table["reference"][table["task"] == t][0] for t in tasks}
         ax.set_title("reference: " + ", ".join(sorted(set(refs.values()))))
-        ax.legend(ncol=2)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        fig.tight_layout()
     return fig
 
 
@@ -184,7 +195,7 @@ def shapes(run):
     """NBFFG experiment 3: landmark shapes (root: Fay's butterfly curve) evolving as a Kunita flow
     on a random tree. Four internal nodes of one seed: true ancestral shapes and the posterior-mean
     reconstructions of NBFFG, BFFG and naive forward simulation; right: internal-node landmark RMSE
-    of each method (mean and 95% CI over seeds)."""
+    of each method incl. the fair BFFG and pCN MCMC (mean and 95% CI over seeds)."""
     tasks = _shape_tasks(run.cfg)
     fig, axes = plotting.subplots(1, 5, width=2.9, height=2.6)
     if not tasks:
@@ -221,26 +232,38 @@ def shapes(run):
 
 @figure("cost.csv")
 def cost(run):
-    """NBFFG experiment 4: wall-clock milliseconds per training step (forward, gradient, Adam)
-    against the number of leaves of a balanced tree, on the whole tree and with pathwise subsampling
-    (a fixed number of root-to-leaf paths per sample). Mean and 95% CI over timing repeats, log-log
-    axes."""
+    """NBFFG experiment 4, against the number of leaves of a balanced tree, on the whole tree and
+    with pathwise subsampling (a fixed number of root-to-leaf paths per sample). Left: wall-clock
+    milliseconds per training step (forward, gradient, Adam). Middle: variance of the ELBO
+    gradient (trace of its covariance over independent keys, initial network); the
+    Horvitz-Thompson weights 1/q_e grow with the leaves. Right: their product, the cost of
+    training to a fixed accuracy up to a constant. Mean and 95% CI over repeats, log-log axes."""
     cfg = run.cfg
     table = tables.read(run.input("cost.csv"))
-    fig, axes = plotting.subplots(1, 1, width=4.0)
-    ax = axes[0, 0]
+    fig, axes = plotting.subplots(1, 3, width=3.3)
     leaves = np.unique(table["leaves"])
     for mode, colour in (("full", "C1"), ("subsampled", "C0")):
         sel = table["mode"] == mode
-        ys = np.stack([np.sort(table["sec_per_step"][sel & (table["leaves"] == n)]) for n in leaves], 1)
+
+        def by(col):
+            return np.stack([table[col][sel & (table["leaves"] == n)][
+                np.argsort(table["repeat"][sel & (table["leaves"] == n)])] for n in leaves], 1)
+
         label = "whole tree" if mode == "full" else f"{cfg.cost.paths} paths / sample"
-        plotting.line_with_ci(ax, leaves, ys * 1e3, label=label, color=colour, marker="o")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("leaves (balanced tree)")
-    ax.set_ylabel("ms per training step")
-    ax.set_title(f"cost per step, batch {cfg.cost.batch}")
-    ax.legend()
+        sec, var = by("sec_per_step"), by("grad_var")
+        for ax, ys in zip(axes[0], (sec * 1e3, var, sec * var)):
+            plotting.line_with_ci(ax, leaves, ys, label=label, color=colour, marker="o")
+    for ax, ylabel, title in zip(axes[0], ("ms per training step", "gradient variance",
+                                          "s/step x gradient variance"),
+                                 (f"time per step, batch {cfg.cost.batch}", "ELBO gradient variance",
+                                  "cost to fixed accuracy")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("leaves (balanced tree)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
     return fig
 
 
@@ -298,7 +321,7 @@ def discrete(run):
     ax = axes[0, 0]
     internal = nodes["internal"] == True  # noqa: E712
     ref = nodes["value"][internal & (nodes["method"] == "reference")]
-    for method in METHODS:
+    for method in ("nbffg", "bffg", "naive", "mcmc"):  # no linearised proxy for chains
         est = nodes["value"][internal & (nodes["method"] == method)]
         ax.scatter(ref, est, s=6, alpha=0.5, label=method, color=COLOURS[method])
     ax.plot([0, 1], [0, 1], "k--", lw=0.8)
@@ -327,7 +350,7 @@ def discrete(run):
     ax.set_title("ELBO gap to the exact evidence")
     ax.legend(fontsize=5)
     ax = axes[0, 2]
-    _bars(ax, table, tasks, METHODS, "post_rmse")
+    _bars(ax, table, tasks, ("nbffg", "bffg", "naive", "mcmc"), "post_rmse")
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_ylabel("RMSE of internal-node marginals")

@@ -55,13 +55,39 @@ class CTMCProblem(eqx.Module):
     states: int = eqx.field(static=True)
 
 
-def build_problem(cfg, task: D.Task, arrays: dict) -> Problem | CTMCProblem:
-    """Tree arrays + observations -> backward filter on the K-grid (theta-independent)."""
+PROXIES = ("paper", "linearised")
+
+
+def subtree_anchors(parent: np.ndarray, obs: np.ndarray, observed: np.ndarray,
+                    m0: np.ndarray) -> np.ndarray:
+    """Mean observation of the observed leaves below every node (``m0`` where none), with a
+    dummy row: the states the linearised proxy expands around. Nodes in breadth-first order."""
+    n = parent.size
+    total, count = np.zeros((n, obs.shape[1])), np.zeros(n)
+    total[observed > 0], count[observed > 0] = obs[observed > 0], 1.0
+    for v in range(n - 1, 0, -1):
+        total[parent[v]] += total[v]
+        count[parent[v]] += count[v]
+    anchors = np.where(count[:, None] > 0, total / np.maximum(count, 1.0)[:, None], m0[None, :])
+    return np.concatenate([anchors, np.asarray(m0)[None, :]]).astype(np.float32)
+
+
+def build_problem(cfg, task: D.Task, arrays: dict, proxy: str = "paper") -> Problem | CTMCProblem:
+    """Tree arrays + observations -> backward filter on the K-grid (theta-independent).
+
+    ``proxy="paper"``: the dynamics' constant proxy (Brownian motion for the double well, the
+    OU with frozen diffusion, the flow frozen at the root shape); ``"linearised"``: per-edge
+    linearisation around the observations below each edge (``model.linearised_proxy``).
+    Discrete traits have one proxy (the time-averaged rates)."""
     tree = S.make_tree(arrays["parent"], arrays["length"])
     if task.dynamics == "ctmc":
         return _build_ctmc(cfg, tree, arrays)
     dyn, m0, P0 = D.make_dynamics(cfg, task)
-    proxy = dyn.proxy()
+    if proxy == "linearised":
+        anchors = subtree_anchors(arrays["parent"], arrays["obs"], arrays["observed"], np.asarray(m0))
+        proxy = M.linearised_proxy(dyn, jnp.asarray(anchors))
+    else:
+        proxy = S.per_node(dyn.proxy(), tree.n + 1)
     pad = lambda v: jnp.concatenate([jnp.asarray(v, jnp.float32), jnp.zeros_like(jnp.asarray(v[:1], jnp.float32))])  # noqa: E731
     obs, observed = pad(arrays["obs"]), pad(arrays["observed"])
     ov = D.obs_var(cfg, task)

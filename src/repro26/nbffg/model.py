@@ -109,6 +109,25 @@ class KunitaFlow(eqx.Module):
         return Proxy(jnp.zeros((d, d)), jnp.zeros(d), self.diffusion(self.reference))
 
 
+def linearised_proxy(dynamics, anchors: Float[Array, "n1 d"]) -> Proxy:
+    """Per-edge proxy linearising the true SDE around an anchor state of each edge's end node
+    (the "fair BFFG" baseline): ``B = Db(x*)``, ``beta = b(x*) - B x*``, ``sigma~ = sigma(x*)``.
+
+    The symmetric part of ``Db`` is clipped at 0 (eigenvalues ``min(lambda, 0)``): a repelling
+    linearisation (the double well between its wells, where ``anchors`` average leaves of both
+    wells) is not a usable guide, so there the proxy falls back to Brownian motion. For the
+    double well at an observation ``y ~ +-1`` this is an OU process pulled to ``y``
+    (``B = alpha (1 - 3 y^2) < 0``); for the state-dependent OU the diffusion is frozen at
+    ``x*``; for a linear SDE with a contracting drift it is the SDE itself.
+    """
+    J = jax.vmap(jax.jacfwd(dynamics.drift))(anchors)
+    sym, skew = 0.5 * (J + jnp.swapaxes(J, 1, 2)), 0.5 * (J - jnp.swapaxes(J, 1, 2))
+    w, V = jnp.linalg.eigh(sym)
+    B = jnp.einsum("nij,nj,nkj->nik", V, jnp.minimum(w, 0.0), V) + skew
+    beta = jax.vmap(dynamics.drift)(anchors) - jnp.einsum("nij,nj->ni", B, anchors)
+    return Proxy(B, beta, jax.vmap(dynamics.diffusion)(anchors))
+
+
 class Residual(eqx.Module):
     """``u_theta(s, x, a~ r, node)``: MLP on (edge time, state, soft-signed guiding term, node
     embedding); output in noise coordinates (drift correction ``sigma u``, cost ``1/2 |u|^2``).

@@ -123,7 +123,27 @@ class Proxy(eqx.Module):
 
     @property
     def a(self) -> Float[Array, "d d"]:
-        return self.sigma @ self.sigma.T
+        return self.sigma @ jnp.swapaxes(self.sigma, -1, -2)
+
+
+def per_node(proxy: Proxy, n1: int) -> Proxy:
+    """The proxy of every edge ``(n1, ...)``: a constant proxy is broadcast, a per-edge one (the
+    drift linearised around each node's observations, ``data.linearised_proxy``) kept."""
+    if proxy.B.ndim == 3:
+        return proxy
+    return jax.tree_util.tree_map(lambda v: jnp.broadcast_to(v, (n1, *v.shape)), proxy)
+
+
+def edge_grid(num_steps: int) -> Float[Array, " K1"]:
+    """Normalised times ``s_k = tau(k / K)`` of the Euler grid on an edge, ``tau(u) = u (2 - u)``.
+
+    The guiding term ``a H (x - ...)`` is stiff near an observed node (``H ~ 1 / obs_var``); the
+    time change makes the last step ``1 / K^2`` of the edge instead of ``1 / K``, so the Euler
+    scheme stays stable and the discretised log weight converges (uniform grids overshoot
+    ``log p`` at ``a H Delta ~ 1``).
+    """
+    u = jnp.linspace(0.0, 1.0, num_steps + 1)
+    return u * (2.0 - u)
 
 
 class Message(eqx.Module):
@@ -231,11 +251,13 @@ def backward_filter(tree: Tree, leaf_msg: Message, proxy: Proxy) -> Message:
     Scans the level table from the deepest level to level 1; the pullbacks of a level are
     vmapped and scatter-added into the parents. The dummy node absorbs padding.
     """
-    prop = jax.vmap(propagate, in_axes=(0, None, 0))  # Proxy holds arrays only
+    prop = jax.vmap(propagate)
+    proxy = per_node(proxy, tree.n + 1)
 
     def body(acc: Message, level):
         msg = jax.tree_util.tree_map(lambda v: v[level], acc)
-        pulled = prop(msg, proxy, tree.length[level])
+        edge_proxy = jax.tree_util.tree_map(lambda v: v[level], proxy)
+        pulled = prop(msg, edge_proxy, tree.length[level])
         par = tree.parent[level]
         acc = jax.tree_util.tree_map(lambda A, P: A.at[par].add(P), acc, pulled)
         return acc, None
@@ -260,8 +282,8 @@ def root_posterior(root_msg: Message, m0, P0):
 class Guide(eqx.Module):
     """Everything theta-independent that guides the forward pass (computed once per task).
 
-    ``H``/``F``: backward filter on a grid of ``K + 1`` points along every edge
-    (``s = k / K``, physical time ``s l``); ``root_mean``/``root_chol``: proxy posterior of the
+    ``H``/``F``: backward filter on the grid ``s_k = edge_grid(K)`` of ``K + 1`` points along
+    every edge (physical time ``s l``); ``root_mean``/``root_chol``: proxy posterior of the
     root; ``log_pt``: ``log p~(y)``.
     """
 
@@ -276,10 +298,10 @@ class Guide(eqx.Module):
 def make_guide(tree: Tree, leaf_msg: Message, proxy: Proxy, m0, P0, num_steps: int) -> Guide:
     """Backward filter, then ``h~`` at the grid points of every edge by closed-form pullback."""
     node_msg = backward_filter(tree, leaf_msg, proxy)
-    s = jnp.linspace(0.0, 1.0, num_steps + 1)
+    s = edge_grid(num_steps)
     remaining = tree.length[:, None] * (1.0 - s[None, :])
-    grid = jax.vmap(jax.vmap(propagate, in_axes=(None, None, 0)), in_axes=(0, None, 0))(
-        node_msg, proxy, remaining)
+    grid = jax.vmap(jax.vmap(propagate, in_axes=(None, None, 0)))(
+        node_msg, per_node(proxy, tree.n + 1), remaining)
     root = jax.tree_util.tree_map(lambda v: v[0], node_msg)
     mean, cov, log_pt = root_posterior(root, m0, P0)
     chol = jnp.linalg.cholesky(cov + 1e-9 * jnp.eye(cov.shape[0], dtype=cov.dtype))
@@ -296,46 +318,53 @@ def zero_guide(tree: Tree, d: int, num_steps: int, m0, P0) -> Guide:
 # ----------------------------------------------------------------------------- forward guiding
 
 
+def _grid_index(grid: Float[Array, " K1"], t) -> Int[Array, ""]:
+    """Index of the grid point nearest to ``t`` (the solver only asks at grid points)."""
+    return jnp.argmin(jnp.abs(grid - t))
+
+
 class GridBrownianPath(diffrax.AbstractPath):
-    """Brownian path on ``[0, 1]`` built from given standard-normal increments on a K-grid.
+    """Brownian path on ``[0, 1]`` given at the grid points ``s_k`` (``W`` built from
+    standard-normal increments scaled by ``sqrt(s_{k+1} - s_k)``).
 
     Hand-written (instead of ``VirtualBrownianTree``) so that the driving noise is an explicit
     array: the same noise can be replayed on a path and on the full tree (unbiasedness test),
     and moved by pCN (guided-proposal MCMC).
     """
 
+    grid: Float[Array, " K1"]
     W: Float[Array, "K1 m"]
     t0: float = 0.0
     t1: float = 1.0
 
     def evaluate(self, t0, t1=None, left=True):
         del left
-        K = self.W.shape[0] - 1
-        idx = lambda t: jnp.clip(jnp.round(t * K).astype(jnp.int32), 0, K)  # noqa: E731
         if t1 is None:
-            return self.W[idx(t0)]
-        return self.W[idx(t1)] - self.W[idx(t0)]
+            return self.W[_grid_index(self.grid, t0)]
+        return self.W[_grid_index(self.grid, t1)] - self.W[_grid_index(self.grid, t0)]
 
 
 def edge_solve(dynamics, proxy: Proxy, residual, H: Float[Array, "K1 d d"], F: Float[Array, "K1 d"],
                length: Float[Array, ""], node: Int[Array, ""], x0: Float[Array, " d"],
                noise: Float[Array, "K m"]):
-    """Guided SDE along one edge in normalised time ``s = t / l`` (Euler–Maruyama, diffrax).
+    """Guided SDE along one edge in normalised time ``s = t / l`` (Euler–Maruyama, diffrax) on
+    the time-changed grid ``edge_grid(K)`` (fine near the observed end of the edge).
 
-    Stepped manually (``diffrax.Euler().step`` in a ``lax.scan`` over the fixed K-grid) rather
+    Stepped manually (``diffrax.Euler().step`` in a ``lax.scan`` over the fixed grid) rather
     than through ``diffeqsolve``: same scheme, but its adaptive-loop machinery made a training
     step take ~30 s to compile on 2 CPU cores.
 
-    State ``(x, log psi, 1/2 int |u|^2, -int u^T dW)``; returns the end state. With ``H = F = 0``
-    and ``residual = 0`` this is the unconditioned forward SDE.
+    ``proxy`` is this edge's proxy. State ``(x, log psi, 1/2 int |u|^2, -int u^T dW)``; returns
+    the end state. With ``H = F = 0`` and ``residual = 0`` this is the unconditioned forward SDE.
     """
     K, _ = noise.shape
     d = x0.shape[0]
     a_t = proxy.a
+    grid = edge_grid(K).astype(x0.dtype)
 
     def parts(s, y):
         x = y[:d]
-        k = jnp.clip(jnp.round(s * K).astype(jnp.int32), 0, K)
+        k = _grid_index(grid, s)
         Hs, Fs = H[k], F[k]
         r = Fs - Hs @ x
         sig = dynamics.diffusion(x)
@@ -358,18 +387,18 @@ def edge_solve(dynamics, proxy: Proxy, residual, H: Float[Array, "K1 d d"], F: F
         return jnp.sqrt(length) * jnp.concatenate([sig, jnp.zeros((2, sig.shape[1]), sig.dtype),
                                                    -u[None, :]])
 
-    W = jnp.concatenate([jnp.zeros((1, noise.shape[1]), noise.dtype),
-                         jnp.cumsum(noise, 0) / math.sqrt(K)])
-    terms = diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, GridBrownianPath(W)))
+    dW = noise * jnp.sqrt(jnp.diff(grid))[:, None]
+    W = jnp.concatenate([jnp.zeros((1, noise.shape[1]), noise.dtype), jnp.cumsum(dW, 0)])
+    terms = diffrax.MultiTerm(diffrax.ODETerm(drift),
+                              diffrax.ControlTerm(diffusion, GridBrownianPath(grid, W)))
     y0 = jnp.concatenate([x0, jnp.zeros(3, x0.dtype)])
     solver = diffrax.Euler()
 
     def step(y, k):
-        s0, s1 = k / K, (k + 1) / K
-        y, _, _, _, _ = solver.step(terms, s0, s1, y, None, None, made_jump=False)
+        y, _, _, _, _ = solver.step(terms, grid[k], grid[k + 1], y, None, None, made_jump=False)
         return y, None
 
-    yT, _ = jax.lax.scan(step, y0, jnp.arange(K, dtype=x0.dtype))
+    yT, _ = jax.lax.scan(step, y0, jnp.arange(K))
     return yT[:d], yT[d:]
 
 
@@ -383,12 +412,14 @@ def forward_tree(dynamics, proxy, residual, tree: Tree, guide: Guide, z0: Float[
     x_root = guide.root_mean + guide.root_chol @ z0
     xs = jnp.zeros((tree.n + 1, x_root.shape[0]), x_root.dtype).at[0].set(x_root)
     terms = jnp.zeros((tree.n + 1, 3), x_root.dtype)
-    solve = jax.vmap(lambda H, F, ell, v, x, eps: edge_solve(dynamics, proxy, residual, H, F,
-                                                              ell, v, x, eps))
+    proxy = per_node(proxy, tree.n + 1)
+    solve = jax.vmap(lambda p, H, F, ell, v, x, eps: edge_solve(dynamics, p, residual, H, F,
+                                                                 ell, v, x, eps))
 
     def body(carry, level):
         xs, terms = carry
-        x_end, t = solve(guide.H[level], guide.F[level], tree.length[level], level,
+        edge_proxy = jax.tree_util.tree_map(lambda v: v[level], proxy)
+        x_end, t = solve(edge_proxy, guide.H[level], guide.F[level], tree.length[level], level,
                          xs[tree.parent[level]], noise[level])
         return (xs.at[level].set(x_end), terms.at[level].set(t)), None
 
@@ -401,11 +432,13 @@ def forward_path(dynamics, proxy, residual, tree: Tree, guide: Guide, path: Int[
                  z0: Float[Array, " d"], noise: Float[Array, "D K m"]):
     """Guided forward pass along one root-to-leaf path; per-position edge terms ``(D, 3)``."""
     x_root = guide.root_mean + guide.root_chol @ z0
+    proxy = per_node(proxy, tree.n + 1)
 
     def body(x, inp):
         v, eps = inp
-        x_end, t = edge_solve(dynamics, proxy, residual, guide.H[v], guide.F[v], tree.length[v],
-                              v, x, eps)
+        edge_proxy = jax.tree_util.tree_map(lambda a: a[v], proxy)
+        x_end, t = edge_solve(dynamics, edge_proxy, residual, guide.H[v], guide.F[v],
+                              tree.length[v], v, x, eps)
         return x_end, t
 
     _, terms = jax.lax.scan(body, x_root, (path[1:], noise))
