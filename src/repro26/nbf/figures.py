@@ -25,11 +25,15 @@ def _present(table, **cond):
     return [f for f in STYLE if f in tables.unique(table, "filter", **cond)]
 
 
+POSITIVE = ("sinkhorn", "seconds_per_step")  # drawn on log axes: bands on the log scale
+
+
 def _lines(ax, table, value, by, filters, **cond):
     for filt in filters:
         xs, ys = tables.pivot(table, value, by=by, filter=filt, **cond)
         label, colour, ls = STYLE[filt]
-        plotting.line_with_ci(ax, xs, ys, label=label, color=colour, linestyle=ls, marker=".")
+        plotting.line_with_ci(ax, xs, ys, label=label, positive=value in POSITIVE, color=colour,
+                              linestyle=ls, marker=".")
 
 
 @figure("tables/steps.csv")
@@ -99,7 +103,8 @@ def zero_shot(run):
 def error_vs_n(run):
     """Experiment 4 (held-in dynamics, one evader): Sinkhorn divergence against the number of
     particles N (left) and wall time per filter step and episode, measured on a compiled,
-    batched call (right; CPU at small scale). Bars: 95% CI over seeds."""
+    batched call (right; CPU at small scale, so sensitive to machine load). Bands: 95% CI over
+    seeds (on the log scale)."""
     table = tables.read(run.input("filtering.csv"))
     cond = dict(evaders=1, dynamics=run.cfg.held_in)
     fig, axes = plotting.subplots(1, 2, width=3.8, height=3.0)
@@ -111,6 +116,10 @@ def error_vs_n(run):
     _lines(axes[0][1], table, "seconds_per_step", "particles", timed, **cond)
     axes[0][1].set(xlabel="particles N", ylabel="seconds per step", xscale="log",
                    yscale="log")
+    for ax in axes[0]:
+        ax.set_xticks(run.cfg.particle_grid)
+        plotting.plain_log_ticks(ax.xaxis)
+        ax.tick_params(axis="x", which="minor", labelbottom=False)
     axes[0][0].legend(fontsize=6)
     return fig
 
