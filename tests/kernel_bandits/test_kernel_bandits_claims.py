@@ -55,6 +55,13 @@ def test_regret_rate(exponent, bound_factor, uniform_slope, verdict):
     assert slope == pytest.approx(exponent, abs=1e-6)
 
 
+def test_regret_rate_without_the_uniform_policy_is_inconclusive():
+    table = scaling_table({"exp_weights": 0.55})
+    keep = table["algo"] != "uniform"
+    claim = claims.regret_rate(CFG, {k: v[keep] for k, v in table.items()})
+    assert claim.verdict == "inconclusive" and "uniform" in claim.inconclusive_reason
+
+
 def test_regret_rate_does_not_ask_the_lower_bound_construction_to_beat_uniform():
     """On the bump construction uniform play is as good as any learner; a tie there is no
     evidence against the claim, while the bound is still checked on it."""

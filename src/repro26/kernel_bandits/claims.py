@@ -80,7 +80,7 @@ def regret_rate(cfg, scaling) -> Claim:
 
     def compared(m):
         return [e["minus_uniform_at_T_max"] for a, e in m["per_adversary"].items()
-                if a != LOWER_BOUND_ADVERSARY]
+                if a != LOWER_BOUND_ADVERSARY and "minus_uniform_at_T_max" in e]
 
     def beats_uniform(m):
         return [d["ci95"][1] < 0 for d in compared(m)]
