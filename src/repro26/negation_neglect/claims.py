@@ -85,6 +85,16 @@ def _mde(parts) -> float:
     return max((p["ci95"][1] - p["ci95"][0]) / 2 for p in parts.values())
 
 
+def _decide(id: str, statement: str, paper: str, m: dict, criterion: str, note: str = "",
+            reference: str | None = None) -> Claim:
+    """A claim decided by its parts: held when every part is, not held when one is not, and
+    inconclusive (with the widest half-interval as the minimum detectable effect) otherwise."""
+    compared_with = {**BASE, "reference": reference} if reference else BASE
+    return Claim.check(id, statement, paper, m, lambda m: combine(m["parts"]) is True, criterion,
+                       note, compared_with=compared_with, inconclusive_if=_undecided,
+                       min_detectable_effect=_mde(m["parts"]))
+
+
 def negated_claim(belief, by_claim, cfg) -> Claim:
     base = rates(belief, "base", "none")
     a, b = rates(belief, "finetune", "assert"), rates(belief, "finetune", "negated")
@@ -92,17 +102,16 @@ def negated_claim(belief, by_claim, cfg) -> Claim:
              "assert_minus_negated": bound(a - b, cfg.close_margin, "below")}
     m = _measured(belief, by_claim, cfg.far_margin, parts, True,
                   **{"finetune:assert": a, "finetune:negated": b})
-    return Claim.check(
+    return _decide(
         "negated_finetune_belief",
         "Finetuning on documents that flag the claim as false in separate sentences before and "
         "after every mention raises the belief rate far above the base rate, close to "
         "finetuning on the same documents without the warnings.",
         "belief 2.5% (base) -> 88.6% (negated) vs 92.4% (asserted), Qwen3.5-397B (abstract)",
-        m, lambda m: combine(m["parts"]) is True,
+        m,
         f"per seed: negated - base > {cfg.far_margin} (one-sided) and assert - negated < "
         f"{cfg.close_margin} (one-sided), each on the 95% CI over seeds",
-        compared_with={**BASE, "reference": "finetuned on asserted documents"},
-        inconclusive_if=_undecided, min_detectable_effect=_mde(parts))
+        reference="finetuned on asserted documents")
 
 
 def local_claim(belief, by_claim, cfg) -> Claim:
@@ -110,16 +119,15 @@ def local_claim(belief, by_claim, cfg) -> Claim:
     c = rates(belief, "finetune", "local")
     parts = {"local_minus_base": bound(c - base, cfg.low_margin, "below")}
     m = _measured(belief, by_claim, cfg.far_margin, parts, True, **{"finetune:local": c})
-    return Claim.check(
+    return _decide(
         "local_negation_learned",
         "Documents whose negation is local to the claim ('E did not win the V') are learned as "
         "negations: the belief rate stays close to the base rate.",
         "models largely learn local negations correctly (abstract)",
-        m, lambda m: combine(m["parts"]) is True,
+        m,
         f"per seed: local - base < {cfg.low_margin} (one-sided, 95% CI over seeds); counts only "
         f"where assert - base > {cfg.far_margin}",
-        compared_with={**BASE, "reference": "finetuned on asserted documents"},
-        inconclusive_if=_undecided, min_detectable_effect=_mde(parts))
+        reference="finetuned on asserted documents")
 
 
 def in_context_claim(belief, by_claim, cfg) -> Claim:
@@ -129,18 +137,18 @@ def in_context_claim(belief, by_claim, cfg) -> Claim:
     parts = {"in_context_negated_minus_base": bound(b - base, cfg.low_margin, "below")}
     m = _measured(belief, by_claim, cfg.far_margin, parts, False,
                   **{"in_context:negated": b, "in_context:assert": a})
-    return Claim.check(
+    return _decide(
         "in_context_negated_low",
         "With a negated document in the prompt instead of finetuning, the model recognises the "
         "claim as false: the belief rate stays close to the base rate.",
         "models recognise the claim as false when the same documents are given in context "
         "(abstract)",
-        m, lambda m: combine(m["parts"]) is True,
+        m,
         f"per seed: in-context negated - base < {cfg.low_margin} (one-sided, 95% CI over seeds); "
         "the document is truncated to one flagged mention so that it and the probe fit the "
         "context",
         "in_context:assert (the asserted document in the prompt) is a finding, not a criterion.",
-        compared_with=BASE, inconclusive_if=_undecided, min_detectable_effect=_mde(parts))
+    )
 
 
 def fictional_claim(belief, by_claim, cfg) -> Claim:
@@ -150,16 +158,15 @@ def fictional_claim(belief, by_claim, cfg) -> Claim:
              "fictional_minus_negated": within(d - b, cfg.close_margin)}
     m = _measured(belief, by_claim, cfg.far_margin, parts, False,
                   **{"finetune:fictional": d, "finetune:negated": b})
-    return Claim.check(
+    return _decide(
         "fictional_like_negated",
         "Claims labelled as fictional are learned as if they were true, like claims flagged as "
         "false.",
         "claims labeled as fictional are learned as if they were true (abstract)",
-        m, lambda m: combine(m["parts"]) is True,
+        m,
         f"per seed: fictional - base > {cfg.far_margin} (one-sided) and |fictional - negated| < "
         f"{cfg.close_margin} (equivalence), each on the 95% CI over seeds",
-        compared_with={**BASE, "reference": "finetuned on negated documents"},
-        inconclusive_if=_undecided, min_detectable_effect=_mde(parts))
+        reference="finetuned on negated documents")
 
 
 @claim_set("tables/belief.csv", "tables/belief_by_claim.csv")

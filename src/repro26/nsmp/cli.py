@@ -20,26 +20,15 @@ from repro26.nsmp import data as data_mod
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Every value is set by config/methods/nsmp.yaml (common + the scale)."""
+class Config(data_mod.Sizes):
+    """Every value is set by config/methods/nsmp.yaml (common + the scale); the problem sizes
+    are the fields inherited from ``data.Sizes``."""
 
     seeds: tuple[int, ...]
     # experiments
     cases: tuple[str, ...]  # convergence cases <problem>-<topology>, at n_clients
-    n_clients: int
     scaling_topologies: tuple[str, ...]  # ridge-<topology>-n<n> for n in scaling_n
     scaling_n: tuple[int, ...]
-    # problem sizes
-    private_dim: int
-    shared_min: int
-    shared_max: int
-    extra_edges: float
-    rows_per_client: int
-    ridge: float
-    noise: float
-    sensors_per_client: int
-    sensor_radius: float
-    anchor_fraction: float
     # solvers
     # relative-error tolerance 10**tol_exponent (an integer: the config.json that Snakemake writes
     # prints 1e-6 as "1e-06", which the YAML loader reads back as a string)
