@@ -14,16 +14,7 @@ from repro26.core import io
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, UsageError
 from repro26.core.method import stage
-
-
-@dataclasses.dataclass(frozen=True)
-class DynamicsConfig:
-    """Evader policy: steps of up to ``speed`` cells, ``evasion`` pushes away from the
-    pursuer, ``laziness`` weights staying put."""
-
-    speed: int
-    evasion: float
-    laziness: float
+from repro26.nbf.data import Dynamics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +26,7 @@ class Config:
     evaders: tuple[int, ...]  # k values of the dimension sweep (d = 2k)
     particles: int  # N of the tracking, dimension and zero-shot experiments
     particle_grid: tuple[int, ...]  # N values of the error-vs-N experiment
-    dynamics: dict[str, DynamicsConfig]
+    dynamics: dict[str, Dynamics]  # evader policies by name
     held_in: str
     held_out: tuple[str, ...]
     pool_episodes: int  # held-in episodes whose exact beliefs train the GDE

@@ -41,8 +41,7 @@ def arena(cfg) -> data.Arena:
 
 
 def dynamics(cfg, name: str) -> data.Dynamics:
-    spec = cfg.dynamics[name]
-    return data.Dynamics(spec.speed, spec.evasion, spec.laziness)
+    return cfg.dynamics[name]
 
 
 def scenarios(cfg) -> list[tuple[int, str, int]]:
