@@ -109,3 +109,56 @@ def test_run_metadata_records_provenance():
     assert meta["jax_version"] == jax.__version__
     assert meta["config_hash"] == "deadbeef" and meta["method"] == "x"
     assert meta["git_commit"]
+
+
+def test_checkpoint_written_in_a_stage_records_its_provenance(tmp_path):
+    """A model saved inside a job carries the stage's provenance and still loads."""
+    from repro26.core import jobs
+
+    model = eqx.nn.Linear(2, 2, key=jax.random.key(0))
+    with jobs.job("tag", {"git_commit": "abc123", "config_hash": "f00"}):
+        io.save_checkpoint(tmp_path / "m.eqx", model, step=3, tag="tag")
+    assert io.read_checkpoint_provenance(tmp_path / "m.eqx") == {"git_commit": "abc123",
+                                                                 "config_hash": "f00"}
+    loaded, step = io.load_checkpoint(tmp_path / "m.eqx", model, tag="tag")
+    assert step == 3 and eqx.tree_equal(loaded, model)
+
+
+def test_checkpoint_of_the_previous_format_still_loads(tmp_path):
+    """Version 2 (no provenance block) is read, with empty provenance."""
+    import zlib
+    from io import BytesIO
+
+    model = eqx.nn.Linear(2, 2, key=jax.random.key(0))
+    buffer = BytesIO()
+    eqx.tree_serialise_leaves(buffer, model)
+    payload = buffer.getvalue()
+    header = (b"repro26-ckpt-v2\n" + (1).to_bytes(2, "little") + b"t" + (7).to_bytes(8, "little")
+              + len(payload).to_bytes(8, "little") + zlib.crc32(payload).to_bytes(4, "little"))
+    (tmp_path / "old.ckpt").write_bytes(header + payload)
+    loaded, step = io.load_checkpoint(tmp_path / "old.ckpt", model, tag="t")
+    assert step == 7 and eqx.tree_equal(loaded, model)
+    assert io.read_checkpoint_provenance(tmp_path / "old.ckpt") == {}
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "other_model"])
+def test_damaged_model_input_is_one_usage_error_naming_the_file(tmp_path, damage):
+    model = eqx.nn.Linear(2, 2, key=jax.random.key(0))
+    path = tmp_path / "m.eqx"
+    if damage != "missing":
+        io.save_checkpoint(path, eqx.nn.Linear(3, 2, key=jax.random.key(0))
+                           if damage == "other_model" else model, step=1)
+        data = path.read_bytes()
+        path.write_bytes({"truncated": data[:-10], "garbage": bytes(range(256))}.get(damage, data))
+    with pytest.raises(io.UsageError, match=r"m\.eqx") as err:
+        io.load_model(path, model)
+    assert "\n" not in str(err.value)
+
+
+def test_memory_check_names_the_setting_and_both_sizes():
+    from repro26.core import memory
+
+    memory.require(1e9, "grid=10", available=2 * memory.GB)
+    with pytest.raises(io.UsageError, match=r"grid=1e8 needs about 4 GB .* has 2 GB available"):
+        memory.require(4 * memory.GB, "grid=1e8", available=2 * memory.GB)
+    assert 0 < memory.available_bytes() < 2**50

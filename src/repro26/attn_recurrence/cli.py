@@ -100,10 +100,8 @@ def check(cfg: Config) -> None:
 
 
 def _pools(run: Run, name: str):
-    import numpy as np
-
-    with np.load(run.input("pools.npz")) as f:
-        return tuple(f[f"{name}_{part}"] for part in ("Xtrain", "Ptrain", "Xtest", "Ptest"))
+    pools = io.read_npz(run.input("pools.npz"))
+    return tuple(pools[f"{name}_{part}"] for part in ("Xtrain", "Ptrain", "Xtest", "Ptest"))
 
 
 @stage()
@@ -203,14 +201,12 @@ def survey_stage(run: Run) -> None:
     """Every head of one trained transformer (loaded through the GPT-2 loader) and of its
     initialisation: semiseparable bounds relative to ||P|| for each surveyed state."""
     import jax
-    import numpy as np
 
     from repro26.attn_recurrence import evaluate, model
 
     cfg = run.cfg
     folder = run.input("trained.npz").parent
-    with np.load(folder / "held.npz") as f:
-        ids = f["ids"]
+    ids = io.read_npz(folder / "held.npz")["ids"]
     info = io.read_json(folder / "info.json")
     rows = []
     for weights in ("trained", "init"):

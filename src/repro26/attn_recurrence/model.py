@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from repro26.core import io
 from repro26.core.config import ConfigError
 
 SURROGATES = ("diag", "linattn")
@@ -224,8 +225,6 @@ def layer_norm(x, weight, bias, eps: float = 1e-5):
 
 def save_gpt2(path: str | Path, model: GPT2) -> None:
     """Write the weights as a flat ``.npz`` in GPT-2 layout (``n_head`` stored beside them)."""
-    from repro26.core import io
-
     io.write_npz(path, **{k: np.asarray(v) for k, v in model.params.items()},
                  n_head=np.asarray(model.n_head))
 
@@ -240,8 +239,7 @@ def load_gpt2(source: str | Path | dict, n_head: int | None = None) -> GPT2:
         path = Path(source)
         if not path.is_file() or path.suffix != ".npz":
             raise ConfigError(f"attn_recurrence.checkpoints: '{path}' is not an .npz file")
-        with np.load(path) as f:
-            arrays = {k: f[k] for k in f.files}
+        arrays = io.read_npz(path)
     arrays = {k.removeprefix("transformer."): v for k, v in arrays.items()}
     stored = arrays.pop("n_head", None)
     heads = n_head if n_head is not None else (int(stored) if stored is not None else None)

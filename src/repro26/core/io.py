@@ -245,7 +245,8 @@ def read_table_meta(path: str | Path) -> dict[str, str]:
 # ----------------------------------------------------------------------------- checkpoints
 
 
-CHECKPOINT_MAGIC = b"repro26-ckpt-v2\n"
+CHECKPOINT_MAGIC = b"repro26-ckpt-v3\n"
+_CHECKPOINT_MAGIC_V2 = b"repro26-ckpt-v2\n"  # v2 had no provenance block; still readable
 
 
 class CheckpointError(ValueError):
@@ -254,18 +255,55 @@ class CheckpointError(ValueError):
 
 def save_checkpoint(path: str | Path, tree: Any, step: int, tag: str = "") -> None:
     """Serialise the pytree ``tree`` (arrays and eqx modules) with its step and the ``tag`` of
-    the job that wrote it, atomically. A CRC32 of the payload lets :func:`load_checkpoint` tell
-    a damaged file from a good one."""
+    the job that wrote it, atomically. Written inside a stage, the file also records the stage's
+    provenance (:func:`read_checkpoint_provenance`). A CRC32 of the payload lets
+    :func:`load_checkpoint` tell a damaged file from a good one.
+
+    Layout: magic | u16 len + tag | u32 len + provenance JSON | u64 step | u64 len | u32 crc |
+    payload (``eqx.tree_serialise_leaves``)."""
     import equinox as eqx
+
+    from repro26.core import jobs
 
     buffer = io.BytesIO()
     eqx.tree_serialise_leaves(buffer, tree)
     payload = buffer.getvalue()
     tag_bytes = tag.encode()
+    job = jobs.current()
+    prov_bytes = json.dumps(job.provenance if job else {}, default=str).encode()
     header = (CHECKPOINT_MAGIC + len(tag_bytes).to_bytes(2, "little") + tag_bytes
+              + len(prov_bytes).to_bytes(4, "little") + prov_bytes
               + int(step).to_bytes(8, "little") + len(payload).to_bytes(8, "little")
               + zlib.crc32(payload).to_bytes(4, "little"))
     atomic_write_bytes(path, header + payload)
+
+
+def _parse_checkpoint(data: bytes) -> tuple[str, dict[str, Any], int, int, int, bytes]:
+    """(tag, provenance, step, payload length, crc, payload) of a checkpoint file's bytes."""
+    version3 = data.startswith(CHECKPOINT_MAGIC)
+    if not version3 and not data.startswith(_CHECKPOINT_MAGIC_V2):
+        raise CheckpointError("not a repro26 checkpoint (or written by an older version)")
+    view = data[len(CHECKPOINT_MAGIC):]
+    try:
+        n_tag = int.from_bytes(view[:2], "little")
+        tag = view[2:2 + n_tag].decode()
+        rest = view[2 + n_tag:]
+        provenance: dict[str, Any] = {}
+        if version3:
+            n_prov = int.from_bytes(rest[:4], "little")
+            provenance = json.loads(rest[4:4 + n_prov].decode())
+            rest = rest[4 + n_prov:]
+        step = int.from_bytes(rest[:8], "little")
+        length = int.from_bytes(rest[8:16], "little")
+        crc = int.from_bytes(rest[16:20], "little")
+    except (UnicodeDecodeError, IndexError, ValueError):
+        raise CheckpointError("damaged header") from None
+    return tag, provenance, step, length, crc, rest[20:]
+
+
+def read_checkpoint_provenance(path: str | Path) -> dict[str, Any]:
+    """The provenance a checkpoint or ``.eqx`` model written by a stage records (empty if none)."""
+    return _parse_checkpoint(Path(path).read_bytes())[1]
 
 
 def load_checkpoint(path: str | Path, like: Any, tag: str | None = None) -> tuple[Any, int]:
@@ -274,20 +312,7 @@ def load_checkpoint(path: str | Path, like: Any, tag: str | None = None) -> tupl
     checkpoint was written by another job."""
     import equinox as eqx
 
-    data = Path(path).read_bytes()
-    if not data.startswith(CHECKPOINT_MAGIC):
-        raise CheckpointError("not a repro26 checkpoint (or written by an older version)")
-    view = data[len(CHECKPOINT_MAGIC):]
-    try:
-        n_tag = int.from_bytes(view[:2], "little")
-        stored_tag = view[2:2 + n_tag].decode()
-        rest = view[2 + n_tag:]
-        step = int.from_bytes(rest[:8], "little")
-        length = int.from_bytes(rest[8:16], "little")
-        crc = int.from_bytes(rest[16:20], "little")
-        payload = rest[20:]
-    except (UnicodeDecodeError, IndexError):
-        raise CheckpointError("damaged header") from None
+    stored_tag, _, step, length, crc, payload = _parse_checkpoint(Path(path).read_bytes())
     if len(payload) != length or zlib.crc32(payload) != crc:
         raise CheckpointError(f"truncated or corrupted ({len(payload)} of {length} bytes, "
                               "checksum mismatch)")
@@ -298,3 +323,17 @@ def load_checkpoint(path: str | Path, like: Any, tag: str | None = None) -> tupl
     except Exception as err:  # shape/structure mismatch: equinox raises several kinds
         raise CheckpointError(f"does not fit the model ({type(err).__name__})") from None
     return tree, step
+
+
+def load_model(path: str | Path, like: Any) -> Any:
+    """A model (or any pytree) that an earlier stage saved with :func:`save_checkpoint`, loaded
+    into the structure of ``like``; a missing, damaged or mismatched file is a one-line
+    :class:`UsageError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"input file {path} does not exist (run the stage that writes it)")
+    try:
+        return load_checkpoint(path, like)[0]
+    except CheckpointError as err:
+        raise UsageError(f"input file {path}: {err}") from None
+

@@ -21,7 +21,7 @@ from typing import Literal
 
 import numpy as np
 
-from repro26.core import io
+from repro26.core import io, memory
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, UsageError
 from repro26.core.method import stage
@@ -191,6 +191,8 @@ def data_stage(run: Run) -> None:
 
     cfg: Config = run.cfg
     kernel, grid = run.variant["kernel"], _positive_grid(run.variant["grid"])
+    # Gram matrix, its eigenvectors and eigh's workspace: about three n x n float32 arrays
+    memory.require(3 * 4 * (grid ** cfg.dim) ** 2, f"--variant grid={grid} ({grid ** cfg.dim} arms)")
     problem = make_problem(cfg.dim, grid, kernel, cfg.lengthscale)
     rounds = gamma_rounds(cfg)
     gamma, _ = solvers.greedy_information_gain(problem.features, cfg.gamma_noise, int(rounds[-1]))

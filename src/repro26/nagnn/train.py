@@ -76,5 +76,4 @@ def save_models(path: Path, stacked) -> None:
 
 def load_models(path: Path, cfg, name: str, n_nodes: int, feature_dim: int):
     like = init_models(cfg, name, n_nodes, feature_dim)
-    stacked, _ = io.load_checkpoint(path, like)
-    return stacked
+    return io.load_model(path, like)

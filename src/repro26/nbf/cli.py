@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from repro26.core import io
+from repro26.core import io, memory
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, UsageError
 from repro26.core.method import stage
@@ -90,6 +90,8 @@ def data_stage(run: Run) -> None:
     from repro26.nbf import evaluate
 
     check(run.cfg)
+    # the exact filter's per-step transition matrices: horizon x (grid^2)^2 float32, twice
+    memory.require(2 * 4 * run.cfg.horizon * run.cfg.grid ** 4, f"nbf.grid={run.cfg.grid}")
     out = Path(run.out)
     io.write_npz(out / "pool.npz", beliefs=evaluate.belief_pool(run.cfg))
     arrays = {}
@@ -104,7 +106,6 @@ def data_stage(run: Run) -> None:
 @stage({"evaders": int})
 def train_stage(run: Run) -> None:
     """Train the GDEs of dimension 2k for every seed (vmapped); write models and loss curve."""
-    import equinox as eqx
     import numpy as np
 
     from repro26.nbf import train
@@ -113,13 +114,11 @@ def train_stage(run: Run) -> None:
     k = run.variant["evaders"]
     if k not in run.cfg.evaders:
         raise UsageError(f"--variant evaders: {k} is not in evaders {list(run.cfg.evaders)}")
-    with np.load(run.input("pool.npz")) as f:
-        pool = f["beliefs"]
+    pool = io.read_npz(run.input("pool.npz"))["beliefs"]
     out = Path(run.out)
     models, history = train.train_gdes(run.cfg, pool, k, checkpoint=out.with_suffix(".ckpt"),
                                        progress=run.progress)
-    with io.atomic_path(out) as tmp:
-        eqx.tree_serialise_leaves(tmp, models)
+    io.save_checkpoint(out, models, len(history["nll"]))
     nll = np.asarray(history["nll"])  # (steps, seeds)
     rows = [{"evaders": k, "dim": 2 * k, "seed": s, "step": i + 1, "nll": float(nll[i, j])}
             for i in range(0, len(nll), max(1, len(nll) // 50)) for j, s in
@@ -130,17 +129,14 @@ def train_stage(run: Run) -> None:
 @stage({"evaders": int, "dynamics": str, "particles": int})
 def filter_stage(run: Run) -> None:
     """Every filter on one scenario's episodes (all seeds): per-step and per-seed tables."""
-    import equinox as eqx
-    import numpy as np
-
     from repro26.nbf import evaluate, train
 
     check(run.cfg)
     k, dyn, n = _scenario(run)
     like = train.make_models(run.cfg, k, run.cfg.seeds)
-    models = eqx.tree_deserialise_leaves(run.input(f"gde_k{k}.eqx"), like)
-    with np.load(run.input("episodes.npz")) as f:
-        cells, obs = f[f"cells_{dyn}_k{k}"], f[f"obs_{dyn}_k{k}"]
+    models = io.load_model(run.input(f"gde_k{k}.eqx"), like)
+    episodes = io.read_npz(run.input("episodes.npz"))
+    cells, obs = episodes[f"cells_{dyn}_k{k}"], episodes[f"obs_{dyn}_k{k}"]
     per_step, summary = evaluate.run_scenario(run.cfg, models, cells, obs, k, dyn, n)
     out = Path(run.out)
     io.write_table(out, summary, run.meta())

@@ -26,7 +26,6 @@ scan over levels and vmap over the nodes of a level; a path is scanned from root
 
 from __future__ import annotations
 
-import math
 import diffrax
 import equinox as eqx
 import jax

@@ -51,5 +51,4 @@ def save_model(path: Path, model, steps: int) -> None:
 
 
 def load_model(path: Path, like):
-    model, _ = io.load_checkpoint(path, like)
-    return model
+    return io.load_model(path, like)

@@ -130,11 +130,7 @@ def _load_models(cfg: Config, path: Path):
     from repro26.negation_neglect import train
 
     like = train.init_models(cfg, len(world_of(cfg).tokenizer()), cfg.seeds)
-    try:
-        models, _ = io.load_checkpoint(path, like)
-    except io.CheckpointError as err:
-        raise UsageError(f"--input {path}: {err}") from None
-    return models
+    return io.load_model(path, like)
 
 
 @stage()

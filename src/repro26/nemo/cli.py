@@ -162,10 +162,7 @@ def evaluate_stage(run: Run) -> None:
     elif method in TRAINED:
         path = run.input("policy.ckpt")
         like = train.init_states(run.cfg.seeds, run.cfg.ppo).model
-        try:
-            policies, _ = io.load_checkpoint(path, like)
-        except io.CheckpointError as err:
-            raise UsageError(f"--input {path}: {err}") from None
+        policies = io.load_model(path, like)
     rows = evaluate.evaluate_method(run.cfg, method, personas, policies)
     io.write_table(run.out, rows, run.meta())
 

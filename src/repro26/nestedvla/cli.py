@@ -17,7 +17,7 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError
 from repro26.core.method import stage
 
 
@@ -72,23 +72,16 @@ def _demos(run: Run, prefix: str = ""):
     return tuple(data[prefix + k] for k in ("obs", "acts", "emb", "mask"))
 
 
-def _load(path: Path, like):
-    try:
-        return io.load_checkpoint(path, like)[0]
-    except (io.CheckpointError, OSError) as err:
-        raise UsageError(f"--input {path}: {err}") from None
-
-
 def _bases(run: Run):
     from repro26.nestedvla import train
 
-    return _load(run.input("base.eqx"), train.init_bases(run.cfg, run.cfg.seeds))
+    return io.load_model(run.input("base.eqx"), train.init_bases(run.cfg, run.cfg.seeds))
 
 
 def _adapters(run: Run, bases, n_tasks: int):
     from repro26.nestedvla import train
 
-    return _load(run.input("adapters.eqx"),
+    return io.load_model(run.input("adapters.eqx"),
                  train.init_adapters(run.cfg, run.cfg.seeds, train._shapes(bases), n_tasks))
 
 
@@ -212,8 +205,8 @@ def evaluate_stage(run: Run) -> None:
     bases = _bases(run)
     shapes = train._shapes(bases)
     adapters = _adapters(run, bases, n_total)
-    joint = _load(run.input("joint.eqx"), train.init_joint(cfg, cfg.seeds, shapes))
-    hyper = _load(run.input("nested.eqx"), train.init_nested(cfg, cfg.seeds, shapes))
+    joint = io.load_model(run.input("joint.eqx"), train.init_joint(cfg, cfg.seeds, shapes))
+    hyper = io.load_model(run.input("nested.eqx"), train.init_nested(cfg, cfg.seeds, shapes))
     adapter_deltas = eqx.filter_vmap(eqx.filter_vmap(lambda a: a.deltas()))(adapters)
     joint_deltas = eqx.filter_vmap(lambda a: a.deltas())(joint)
     rows = []

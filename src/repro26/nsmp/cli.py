@@ -13,6 +13,7 @@ from typing import Literal
 
 import numpy as np
 
+from repro26.core import io
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, UsageError
 from repro26.core.method import stage
@@ -117,7 +118,6 @@ def data_stage(run: Run) -> None:
 @stage({"case": str})
 def central_stage(run: Run) -> None:
     """The centralised optimum ``x*`` of every seed."""
-    from repro26.core import io
     from repro26.nsmp import train
 
     with train.precision(run.cfg):
@@ -137,8 +137,7 @@ def solve_stage(run: Run) -> None:
     case = _case(run)
     with train.precision(run.cfg):
         inst, info = train.load_case(run.input(f"{case}.npz"), run.cfg)
-        with np.load(run.input("central.npz")) as z:
-            x_star = jnp.asarray(z["x_star"], inst.A.dtype)
+        x_star = jnp.asarray(io.read_npz(run.input("central.npz"))["x_star"], inst.A.dtype)
         train.run_method(run.variant["method"], case, inst, x_star, info, run.cfg, seeds=run.cfg.seeds,
                          out=run.out, progress=run.progress, meta=run.meta())
 

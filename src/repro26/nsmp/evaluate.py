@@ -48,8 +48,7 @@ def evaluate(inputs, out: Path, meta: dict) -> None:
                 problem, topology, n = parse_case(str(row["case"]))
                 rows.append({"problem": problem, "topology": topology, **row})
         elif path.suffix == ".npz":
-            with np.load(path) as z:
-                info = {k[5:]: z[k] for k in z.files if k.startswith("info_")}
+            info = {k[5:]: v for k, v in io.read_npz(path).items() if k.startswith("info_")}
             case = path.stem
             problem, topology, _ = parse_case(case)
             for s in range(info["seed"].size):

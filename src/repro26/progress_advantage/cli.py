@@ -99,7 +99,7 @@ def _skeleton(cfg: Config, model: str):
 
 
 def load_models(cfg: Config, run: Run, *models: str):
-    return [io.load_checkpoint(run.input(f"{m}.eqx"), _skeleton(cfg, m))[0] for m in models]
+    return [io.load_model(run.input(f"{m}.eqx"), _skeleton(cfg, m)) for m in models]
 
 
 @stage()

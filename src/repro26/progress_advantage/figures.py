@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 
 from repro26.core import tables
 from repro26.core.method import figure, figures_by_name

@@ -143,8 +143,7 @@ def train_stage(run: Run) -> None:
     task = train.make_task(cfg, task_name, data.load_npz(run.input(f"{task_name}.npz")))
     guide = None
     if model in train.NEEDS_TRAINED_GUIDE:
-        guide, _ = io.load_checkpoint(run.input("guide.eqx"),
-                                      train.skeleton(task, "guide", cfg.seeds))
+        guide = io.load_model(run.input("guide.eqx"), train.skeleton(task, "guide", cfg.seeds))
     out = Path(run.out)
     net, rows = train.train_model(cfg, task, model, guide, out, run.progress)
     io.save_checkpoint(out, net, 0)

@@ -23,6 +23,8 @@ import matplotlib
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from repro26.core import io
+
 FONT_FILES: tuple[str, ...] = (
     "DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSans-Oblique.ttf", "DejaVuSans-BoldOblique.ttf",
     "DejaVuSerif.ttf", "DejaVuSerif-Bold.ttf", "DejaVuSerif-Italic.ttf", "DejaVuSerif-BoldItalic.ttf",
@@ -110,5 +112,4 @@ def text_splits(cfg_text) -> dict[str, np.ndarray]:
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
     """The arrays a data stage wrote."""
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
+    return io.read_npz(path)

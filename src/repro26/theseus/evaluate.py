@@ -41,12 +41,12 @@ def gather(cfg, inputs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
     final, stage_rows = [], []
     for task_name in train.TASKS:
         task = train.make_task(cfg, task_name, load_npz(_find(inputs, f"{task_name}.npz")))
-        trained = io.load_checkpoint(_find(inputs, task_name, "guide.eqx"),
-                                     train.skeleton(task, "guide", cfg.seeds))[0]
+        trained = io.load_model(_find(inputs, task_name, "guide.eqx"),
+                                train.skeleton(task, "guide", cfg.seeds))
         untrained = train.stacked(task.make_guide, cfg.seeds, "guide")
         for model in models_of(cfg, task_name):
-            net, _ = io.load_checkpoint(_find(inputs, task_name, f"{model}.eqx"),
-                                        train.skeleton(task, model, cfg.seeds))
+            net = io.load_model(_find(inputs, task_name, f"{model}.eqx"),
+                                train.skeleton(task, model, cfg.seeds))
             metrics = train.evaluate(net, task)
             reference = untrained if model == "not_untrained" else trained
             cka = (train.layer_cka(net, reference, task, cfg.cka_samples)

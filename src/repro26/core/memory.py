@@ -1,0 +1,44 @@
+"""A size check before allocating: an impossible problem size gets one line ("needs N GB, have
+M") and exit 2 instead of an XLA out-of-memory traceback minutes later.
+
+Stages call :func:`require` with an estimate of their largest live arrays, computed from the
+config before anything is built. The memory available is the accelerator's free memory when
+JAX runs on one (``Device.memory_stats``), else the host's ``MemAvailable`` (Linux) or its
+physical memory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from repro26.core.config import UsageError
+
+GB = 2**30
+
+
+def available_bytes() -> int:
+    """Bytes the default JAX device can still allocate (host memory on CPU)."""
+    import jax
+
+    device = jax.devices()[0]
+    if device.platform != "cpu":
+        stats = device.memory_stats() or {}
+        if "bytes_limit" in stats:
+            return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    meminfo = Path("/proc/meminfo")
+    if meminfo.is_file():
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def require(nbytes: float, what: str, available: int | None = None) -> None:
+    """Raise a one-line :class:`UsageError` if ``nbytes`` (an estimate of the peak) exceed the
+    memory available; ``what`` names the setting that decides the size."""
+    have = available_bytes() if available is None else available
+    if nbytes > have:
+        raise UsageError(f"{what} needs about {nbytes / GB:.3g} GB of memory; this machine has "
+                         f"{have / GB:.3g} GB available (lower it, or run at a scale meant for a "
+                         "bigger machine)")
