@@ -217,6 +217,10 @@ def test_divergences_vanish_on_identical_sets_only():
     y = x * 0.5
     assert float(solvers.mmd2(x, w, y, 0.1)) > 1e-3
     assert float(solvers.sinkhorn_divergence(x, w, y, 0.01)) > 1e-3
+    # the reference's self term solved once and passed in gives the same divergence
+    y_self = solvers.reference_self_cost(y, 0.01)
+    np.testing.assert_allclose(solvers.sinkhorn_divergence(x, w, y, 0.01, y_self),
+                               solvers.sinkhorn_divergence(x, w, y, 0.01), rtol=1e-3, atol=1e-6)
 
 
 def test_last_seen_holds_the_last_report():

@@ -230,15 +230,35 @@ def last_seen(obs: Float[Array, "T k 3"], grid: int) -> Float[Array, "T d"]:
 # ----------------------------------------------------------------------------- metrics
 
 
-def sinkhorn_divergence(x, a, y, epsilon: float) -> Float[Array, ""]:
-    """Debiased entropic OT divergence S_eps(sum a_i δ_x_i, uniform on y), squared-Euclidean
-    cost (ott-jax)."""
+_SINKHORN = {"max_iterations": 300, "threshold": 1e-3}
+
+
+def reference_self_cost(y, epsilon: float) -> Float[Array, ""]:
+    """OT_eps(b, b) for the uniform measure b on ``y``: the (y, y) term of the Sinkhorn divergence,
+    solved once per reference and shared by every filter scored against it (with the symmetric
+    updates ott-jax uses for that term: parallel dual updates, momentum 0.5)."""
+    from ott.geometry import pointcloud
+    from ott.solvers import linear
+    from ott.solvers.linear import acceleration
+
+    b = jnp.full(y.shape[0], 1.0 / y.shape[0])
+    out = linear.solve(pointcloud.PointCloud(y, y, epsilon=epsilon), a=b, b=b,
+                       parallel_dual_updates=True, anderson=None,
+                       momentum=acceleration.Momentum(start=0, value=0.5), **_SINKHORN)
+    return out.reg_ot_cost
+
+
+def sinkhorn_divergence(x, a, y, epsilon: float, y_self=None) -> Float[Array, ""]:
+    """Debiased entropic OT divergence S_eps = OT(a, b) - (OT(a, a) + OT(b, b)) / 2 between
+    sum a_i δ_x_i and the uniform measure b on y, squared-Euclidean cost (ott-jax). ``y_self``:
+    OT(b, b) from :func:`reference_self_cost`, if already solved."""
     from ott.geometry import pointcloud
     from ott.tools import sinkhorn_divergence as sd
 
     b = jnp.full(y.shape[0], 1.0 / y.shape[0])
     value, _ = sd.sinkhorn_divergence(pointcloud.PointCloud, x, y, a=a, b=b, epsilon=epsilon,
-                                      solve_kwargs={"max_iterations": 300, "threshold": 1e-3})
+                                      static_b=y_self is not None, offset_static_b=y_self,
+                                      solve_kwargs=_SINKHORN)
     return value
 
 
