@@ -1,0 +1,162 @@
+"""Stages of ``repro26 nestrl <stage>`` and the method's typed config.
+
+train (one job per layout and kind: level0 -> level1 -> ... -> levelK, level0 -> fcp,
+mep_pop -> mep; every seed vmapped in the job) -> evaluate (one job per layout: every pair of
+egos and partners); the figures (``figures.FIGURES``) and claims (``claims.CLAIMS``) come from core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from repro26.core import io
+from repro26.core.cli import Run
+from repro26.core.config import ConfigError, UsageError
+from repro26.core.method import stage
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seeds: tuple[int, ...]
+    layouts: tuple[str, ...]
+    horizon: int
+    updates: int  # PPO updates per training job (each: num_envs episodes per learner)
+    num_envs: int
+    levels: int = 3  # NestRL levels k = 1..levels above the level-0 population
+    level_size: int = 2  # agents per level k >= 1 (the partners of level k+1)
+    sp_members: int = 2  # level-0 self-play members (also FCP's population)
+    biases: tuple[tuple[float, float], ...] = ((2.0, 0.0), (0.0, 2.0))  # (onion, plate) weights
+    fcp_snapshots: int = 3  # FCP: snapshots per self-play member (the last is the final agent)
+    mep_members: int = 2
+    mep_alpha: float = 0.01
+    hidden: int = 64
+    epochs: int = 4
+    minibatches: int = 2
+    learning_rate: float = 0.002
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+    max_grad_norm: float = 0.5
+    shaped_anneal: float = 1.0  # shaping weight reaches 0 at this fraction of the updates
+    chunk_updates: int = 25
+    eval_envs: int = 8
+    eval_repeats: int = 2
+    eval_batch: int = 32
+    patience: int = 3  # blocked moves before a human proxy switches role
+    scripted_eps: float = 0.1
+
+
+def check(cfg: Config) -> None:
+    from repro26.nestrl.env import LAYOUTS
+
+    bad = [l for l in cfg.layouts if l not in LAYOUTS]
+    if bad or not cfg.layouts:
+        raise ConfigError(f"nestrl.layouts: '{bad[0] if bad else ''}' is unknown; allowed: "
+                          f"{', '.join(LAYOUTS)}")
+    if cfg.horizon < 4 or cfg.horizon % 4:
+        raise ConfigError(f"nestrl.horizon: a positive multiple of 4 (quarters), got {cfg.horizon}")
+    if len(cfg.seeds) < 2:
+        raise ConfigError("nestrl.seeds: at least 2 (held-out partners come from other seeds)")
+    if cfg.levels < 1 or cfg.level_size < 1 or cfg.sp_members < 1 or cfg.mep_members < 1:
+        raise ConfigError("nestrl.levels, level_size, sp_members, mep_members: at least 1")
+    if cfg.minibatches < 1 or cfg.num_envs % cfg.minibatches:
+        raise ConfigError(f"nestrl.minibatches: must divide num_envs ({cfg.num_envs}), got "
+                          f"{cfg.minibatches}")
+    if cfg.eval_envs < 2 or cfg.eval_envs % 2:
+        raise ConfigError(f"nestrl.eval_envs: even and at least 2 (both seats), got {cfg.eval_envs}")
+    if cfg.updates % min(cfg.chunk_updates, cfg.updates):
+        raise ConfigError(f"nestrl.updates: a multiple of chunk_updates ({cfg.chunk_updates}), "
+                          f"got {cfg.updates}")
+    if any(len(b) != 2 for b in cfg.biases):
+        raise ConfigError("nestrl.biases: pairs (onion weight, plate weight)")
+
+
+def _kind(cfg: Config, kind: str) -> str:
+    from repro26.nestrl.train import train_kinds
+
+    if kind not in train_kinds(cfg):
+        raise UsageError(f"--variant kind: '{kind}' is unknown; allowed: {', '.join(train_kinds(cfg))}")
+    return kind
+
+
+def _layout(cfg: Config, layout: str) -> str:
+    if layout not in cfg.layouts:
+        raise UsageError(f"--variant layout: '{layout}' is not configured; allowed: "
+                         f"{', '.join(cfg.layouts)}")
+    return layout
+
+
+def partner_inputs(kind: str) -> list[str]:
+    """Training jobs whose agents are this kind's partners (file stems)."""
+    if kind == "fcp":
+        return ["level0"]
+    if kind == "mep":
+        return ["mep_pop"]
+    if kind.startswith("level") and kind != "level0":
+        return [f"level{int(kind[5:]) - 1}"]
+    return []
+
+
+def partner_pool(cfg: Config, game, kind: str, path: Path):
+    """The partners of ``kind``'s learners, leading axes [seed, P]: level k-1 for level k, the
+    self-play members and their snapshots for FCP, the MEP population for MEP."""
+    import jax
+    import jax.numpy as jnp
+
+    from repro26.nestrl.train import load_agents
+
+    if kind == "fcp":
+        snaps = load_agents(path, cfg, game, prefix="snap")  # [K, S, M0]
+        sp = jax.tree.map(lambda x: x[:, :, : cfg.sp_members], snaps)
+        return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape(
+            x.shape[1], -1, *x.shape[3:]), sp)
+    return load_agents(path, cfg, game)
+
+
+@stage({"layout": str, "kind": str})
+def train_stage(run: Run) -> None:
+    """Train one kind of agent on one layout, every seed at once -> agents (.npz) + curve (.csv)."""
+    from repro26.nestrl import env, train
+
+    cfg = run.cfg
+    check(cfg)
+    layout, kind = _layout(cfg, run.variant["layout"]), _kind(cfg, run.variant["kind"])
+    game = env.game(layout, cfg.horizon)
+    needed = partner_inputs(kind)
+    pool = None
+    if needed:
+        pool = partner_pool(cfg, game, kind, run.input(f"{needed[0]}.npz"))
+    out = Path(run.out)
+    agents, snaps, history = train.train(cfg, game, kind, pool, checkpoint=out.with_suffix(".ckpt"),
+                                         progress=run.progress)
+    io.write_table(out.with_suffix(".csv"), train.history_rows(cfg, game, kind, history), run.meta())
+    train.save_agents(out, agents, snaps)
+
+
+@stage({"layout": str})
+def evaluate_stage(run: Run) -> None:
+    """Every ego with every partner on one layout -> ``pairs_<layout>.csv``."""
+    import jax
+
+    from repro26.nestrl import env, evaluate, train
+
+    cfg = run.cfg
+    check(cfg)
+    layout = _layout(cfg, run.variant["layout"])
+    game = env.game(layout, cfg.horizon)
+    load = lambda stem: train.load_agents(run.input(f"{stem}.npz"), cfg, game)
+    first = lambda a: jax.tree.map(lambda x: x[:, 0], a)  # member 0 of every seed
+    trained = {"sp": first(load("level0")), "fcp": first(load("fcp")), "mep": first(load("mep"))}
+    for k in range(1, cfg.levels + 1):
+        trained[f"level{k}"] = first(load(f"level{k}"))
+    rows = evaluate.evaluate(cfg, game, trained, jax.random.PRNGKey(2024))
+    io.write_table(run.out, rows, run.meta())
+
+
+STAGES = {
+    "train": train_stage,
+    "evaluate": evaluate_stage,
+}

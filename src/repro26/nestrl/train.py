@@ -1,0 +1,288 @@
+"""IPPO-style PPO for every learned agent, all seeds and population members of one job vmapped,
+driven by ``repro26.core.train.run_loop`` (one PPO update = one step; resumable).
+
+Every rollout is ``num_envs`` whole episodes of ``horizon`` steps, so the GRU starts from zero at
+the rollout's start and minibatches are whole sequences (recomputed exactly in the update).
+The learner's reward is the shared sparse reward (20 per soup) plus jaxmarl's shaping
+scaled by ``1 - update / (shaped_anneal * updates)`` (annealed to 0, as in Carroll et al. 2019)
+plus, for reward-biased level-0 members, ``bias · events`` (onion into a pot, plate or soup
+picked up; never annealed: it is their utility).
+
+Training kinds (``train_kinds(cfg)``):
+* ``level0``: self-play members and reward-biased self-play members (the level-0 population);
+  keeps ``fcp_snapshots`` snapshots of every member along training (for FCP);
+* ``level<k>``: ``level_size`` learners, each episode paired with a partner drawn uniformly from
+  the *level k-1* agents of the same seed, seat drawn uniformly;
+* ``fcp``: one learner against the level-0 self-play members and their snapshots (FCP);
+* ``mep_pop``: self-play members with the population-entropy bonus
+  ``alpha * -log((1/M) sum_m pi_m(a_t | history))`` added to the reward (MEP, Zhao et al. 2023);
+* ``mep``: one learner against the final MEP population (uniform, not prioritised sampling).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from repro26.core.train import TrainState, init_train_state, run_loop
+from repro26.nestrl import losses
+from repro26.nestrl.env import N_ACTIONS, Game
+from repro26.nestrl.model import ActorCritic, init_agents
+
+
+def optimizer(cfg) -> optax.GradientTransformation:
+    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.learning_rate))
+
+
+def shaped_coef(cfg, update) -> jax.Array:
+    return jnp.clip(1.0 - update / (cfg.shaped_anneal * cfg.updates), 0.0, 1.0)
+
+
+def _sample(key, logits):
+    action = jax.random.categorical(key, logits)
+    return action, jax.nn.log_softmax(logits)[action]
+
+
+# ----------------------------------------------------------------------------- rollouts
+
+
+def rollout_selfplay(game: Game, cfg, agent: ActorCritic, key, bias, coef):
+    """The agent in both seats of ``num_envs`` episodes; both seats are training data.
+    Returns sequences with time first: obs[T, 2N, D], actions, logp, values, rewards[T, 2N] and
+    the sparse team return per episode [N]."""
+    n = cfg.num_envs
+    k_reset, k_run = jax.random.split(key)
+    obs, state = jax.vmap(game.reset)(jax.random.split(k_reset, n))
+    both = jax.vmap(jax.vmap(agent, in_axes=(0, 0)), in_axes=(0, 0))  # envs x seats
+
+    def body(carry, k):
+        obs, state, h = carry
+        k_act, k_env = jax.random.split(k)
+        logits, value, h = both(obs, h)
+        action, logp = jax.vmap(jax.vmap(_sample))(jax.random.split(k_act, (n, 2)), logits)
+        nobs, state, sparse, shaped, events = jax.vmap(game.step)(
+            jax.random.split(k_env, n), state, action)
+        reward = sparse[:, None] + coef * shaped + events @ bias
+        return (nobs, state, h), (obs, action, logp, value, reward, sparse)
+
+    h0 = jnp.zeros((n, 2, agent.hidden))
+    _, (o, a, lp, v, r, sparse) = jax.lax.scan(body, (obs, state, h0),
+                                               jax.random.split(k_run, game.horizon))
+    flat = lambda x: x.reshape(x.shape[0], 2 * n, *x.shape[3:])
+    return {"obs": flat(o), "actions": flat(a), "logp": flat(lp), "values": flat(v),
+            "rewards": flat(r)}, sparse.sum(0)
+
+
+def draw_partners(key, pool: ActorCritic, n: int):
+    """``(partners[n], indices[n])``: one partner per episode, uniform over the pool's members
+    (the pool holds only the level below, so nothing else can be drawn)."""
+    pick = jax.random.randint(key, (n,), 0, jax.tree.leaves(pool)[0].shape[0])
+    return jax.tree.map(lambda x: x[pick], pool), pick
+
+
+def rollout_partner(game: Game, cfg, agent: ActorCritic, pool: ActorCritic, key, coef):
+    """The agent in a uniformly drawn seat with a partner drawn uniformly from ``pool`` (stacked
+    agents, leading axis P), per episode. Only the learner's seat is training data."""
+    n = cfg.num_envs
+    k_reset, k_pick, k_seat, k_run = jax.random.split(key, 4)
+    partners, _ = draw_partners(k_pick, pool, n)
+    seat = jax.random.randint(k_seat, (n,), 0, 2)
+    obs, state = jax.vmap(game.reset)(jax.random.split(k_reset, n))
+    rows = jnp.arange(n)
+
+    def body(carry, k):
+        obs, state, h, hp = carry
+        k_a, k_p, k_env = jax.random.split(k, 3)
+        logits, value, h = jax.vmap(agent)(obs[rows, seat], h)
+        p_logits, _, hp = jax.vmap(lambda m, o, hh: m(o, hh))(partners, obs[rows, 1 - seat], hp)
+        action, logp = jax.vmap(_sample)(jax.random.split(k_a, n), logits)
+        p_action = jax.random.categorical(k_p, p_logits)
+        joint = jnp.where(seat[:, None] == 0, jnp.stack([action, p_action], 1),
+                          jnp.stack([p_action, action], 1))
+        nobs, state, sparse, shaped, _ = jax.vmap(game.step)(jax.random.split(k_env, n), state, joint)
+        reward = sparse + coef * shaped[rows, seat]
+        return (nobs, state, h, hp), (obs[rows, seat], action, logp, value, reward, sparse)
+
+    h0 = jnp.zeros((n, agent.hidden))
+    _, (o, a, lp, v, r, sparse) = jax.lax.scan(body, (obs, state, h0, h0),
+                                               jax.random.split(k_run, game.horizon))
+    return {"obs": o, "actions": a, "logp": lp, "values": v, "rewards": r}, sparse.sum(0)
+
+
+def population_logp(population: ActorCritic, obs, actions):
+    """log of the population's mean policy, log (1/M) sum_m pi_m(a_t | o_{<=t}), along
+    sequences obs[T, B, D] (each member's GRU unrolled on the same histories)."""
+    def member(m):
+        hidden = jnp.zeros(m.cell.hidden_size)
+        logits, _ = jax.vmap(m.unroll, in_axes=(1, None), out_axes=1)(obs, hidden)
+        return jnp.take_along_axis(jax.nn.log_softmax(logits), actions[..., None], -1)[..., 0]
+
+    logps = jax.vmap(member)(population)  # [M, T, B]
+    return jax.nn.logsumexp(logps, 0) - jnp.log(logps.shape[0])
+
+
+# ----------------------------------------------------------------------------- update
+
+
+def ppo_update(cfg, state: TrainState, traj, key, opt) -> tuple[TrainState, dict]:
+    """GAE on the rollout, then ``epochs`` passes of ``minibatches`` whole-sequence minibatches."""
+    adv, targets = losses.gae(traj["rewards"], traj["values"], cfg.gamma, cfg.gae_lambda)
+    data = {**traj, "adv": adv, "targets": targets}
+    n_seq = traj["actions"].shape[1]
+    size = n_seq // cfg.minibatches
+
+    def loss_fn(model, batch):
+        h0 = jnp.zeros(model.hidden)
+        logits, values = jax.vmap(model.unroll, in_axes=(1, None), out_axes=1)(batch["obs"], h0)
+        return losses.ppo_loss(logits, values, batch["actions"], batch["logp"], batch["adv"],
+                               batch["targets"], cfg.clip_eps, cfg.vf_coef, cfg.ent_coef)
+
+    def minibatch(state, idx):
+        batch = jax.tree.map(lambda x: x[:, idx], data)
+        (loss, terms), grads = eqx.filter_value_and_grad(loss_fn, has_aux=True)(state.model, batch)
+        updates, opt_state = opt.update(grads, state.opt_state, eqx.filter(state.model, eqx.is_array))
+        return TrainState(eqx.apply_updates(state.model, updates), opt_state), {"loss": loss, **terms}
+
+    def epoch(state, k):
+        order = jax.random.permutation(k, n_seq)[: size * cfg.minibatches]
+        return jax.lax.scan(minibatch, state, order.reshape(cfg.minibatches, size))
+
+    state, terms = jax.lax.scan(epoch, state, jax.random.split(key, cfg.epochs))
+    return state, jax.tree.map(jnp.mean, terms)
+
+
+# ----------------------------------------------------------------------------- jobs
+
+def train_kinds(cfg) -> tuple[str, ...]:
+    return ("level0", *(f"level{k}" for k in range(1, cfg.levels + 1)), "fcp", "mep_pop", "mep")
+
+
+def members(cfg, kind: str) -> int:
+    """Learners per seed in a job of this kind."""
+    if kind == "level0":
+        return cfg.sp_members + len(cfg.biases)
+    if kind == "mep_pop":
+        return cfg.mep_members
+    if kind in ("fcp", "mep"):
+        return 1
+    return cfg.level_size
+
+
+def level0_biases(cfg) -> np.ndarray:
+    """``[M0, 2]`` event weights: zeros for the self-play members, ``cfg.biases`` after them."""
+    return np.asarray([[0.0, 0.0]] * cfg.sp_members + [list(b) for b in cfg.biases], np.float32)
+
+
+def snapshot_updates(cfg) -> np.ndarray:
+    """Updates after which level-0 snapshots are kept (the last one is the final agent)."""
+    return np.round(np.linspace(0, cfg.updates, cfg.fcp_snapshots + 1)[1:]).astype(int)
+
+
+def train(cfg, game: Game, kind: str, pool: ActorCritic | None, *, checkpoint=None,
+          progress: bool = False):
+    """Train one job: every seed (axis 0) times ``members(cfg, kind)`` learners (axis 1).
+
+    ``pool`` (for partner kinds): agents with leading axes [seed, P], the partners of the
+    learners of that seed. Returns ``(agents[S, M], snapshots[K, S, M] or None, history)``.
+    """
+    seeds = np.asarray(cfg.seeds)
+    n_members = members(cfg, kind)
+    salt = {"level0": 0, "fcp": 101, "mep_pop": 202, "mep": 303}.get(kind, None)
+    salt = salt if salt is not None else 400 + int(kind.removeprefix("level"))
+    keys = jax.vmap(lambda s: jax.random.split(jax.random.PRNGKey(s * 1000 + salt), n_members))(
+        jnp.asarray(seeds))
+    agents = init_agents(game.obs_dim, cfg.hidden, N_ACTIONS, keys)
+    opt = optimizer(cfg)
+    states = eqx.filter_vmap(eqx.filter_vmap(lambda m: init_train_state(m, opt)))(agents)
+    biases = jnp.asarray(level0_biases(cfg) if kind == "level0" else
+                         np.zeros((n_members, 2), np.float32))
+    selfplay = kind in ("level0", "mep_pop")
+    snaps_at = jnp.asarray(snapshot_updates(cfg))
+
+    def member_update(state, key, seed_pool, population, bias, coef):
+        k_roll, k_upd = jax.random.split(key)
+        if selfplay:
+            traj, ret = rollout_selfplay(game, cfg, state.model, k_roll, bias, coef)
+            if kind == "mep_pop":
+                mix = population_logp(jax.lax.stop_gradient(population), traj["obs"], traj["actions"])
+                traj = {**traj, "rewards": traj["rewards"] - cfg.mep_alpha * mix}
+        else:
+            traj, ret = rollout_partner(game, cfg, state.model, seed_pool, k_roll, coef)
+        state, terms = ppo_update(cfg, state, traj, k_upd, opt)
+        return state, {**terms, "return": ret.mean()}
+
+    def seed_update(states, key, seed_pool, coef):
+        population = states.model
+        keys = jax.random.split(key, n_members)
+        return jax.vmap(member_update, in_axes=(0, 0, None, None, 0, None))(
+            states, keys, seed_pool, population, biases, coef)
+
+    def step(carry, data, key):
+        states, snaps, t = carry["states"], carry["snaps"], carry["t"]
+        coef = shaped_coef(cfg, t)
+        keys = jax.random.split(key, len(seeds))
+        states, metrics = jax.vmap(seed_update, in_axes=(0, 0, 0 if data is not None else None, None))(
+            states, keys, data, coef)
+        if snaps is not None:
+            hit = (t + 1) == snaps_at
+            snaps = jax.tree.map(
+                lambda s, m: jnp.where(hit.reshape(-1, *([1] * m.ndim)), m[None], s),
+                snaps, states.model)
+        return {"states": states, "snaps": snaps, "t": t + 1}, {**metrics, "shaped_coef": coef}
+
+    snaps = (jax.tree.map(lambda x: jnp.zeros((cfg.fcp_snapshots, *x.shape), x.dtype), agents)
+             if kind == "level0" else None)
+    carry = {"states": states, "snaps": snaps, "t": jnp.zeros((), jnp.int32)}
+    chunk = min(cfg.chunk_updates, cfg.updates)
+    carry, history = run_loop(step, carry, pool, key=jax.random.PRNGKey(int(seeds[0]) * 7 + 13),
+                              num_steps=cfg.updates, chunk_size=chunk, checkpoint_path=checkpoint,
+                              checkpoint_every=chunk if checkpoint is not None else None,
+                              desc=f"nestrl {kind}", progress=progress)
+    return carry["states"].model, carry["snaps"], history
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def save_agents(path, agents: ActorCritic, snapshots: ActorCritic | None) -> None:
+    """Leaves of the stacked agents (and snapshots) in one npz."""
+    from repro26.core import io
+
+    arrays = {f"agent{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(agents))}
+    if snapshots is not None:
+        arrays.update({f"snap{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(snapshots))})
+    io.write_npz(path, **arrays)
+
+
+def load_agents(path, cfg, game: Game, prefix: str = "agent") -> ActorCritic:
+    """Stacked agents saved by :func:`save_agents` (leading axes as saved)."""
+    from repro26.core import io
+
+    arrays = io.read_npz(path)
+    template = ActorCritic(game.obs_dim, cfg.hidden, N_ACTIONS, key=jax.random.PRNGKey(0))
+    leaves, treedef = jax.tree.flatten(template)
+    saved = [arrays[f"{prefix}{i}"] for i in range(len(leaves))]
+    if saved[0].shape[-leaves[0].ndim:] != leaves[0].shape:
+        from repro26.core.config import UsageError
+
+        raise UsageError(f"--input {path}: agents of another layout or width "
+                         f"({saved[0].shape} vs {leaves[0].shape})")
+    return jax.tree.unflatten(treedef, [jnp.asarray(a) for a in saved])
+
+
+def history_rows(cfg, game: Game, kind: str, history: dict) -> list[dict]:
+    """Training curve: per update, seed and member the mean sparse episode return."""
+    rows = []
+    ret, ent = history["return"], history["entropy"]
+    for u in range(ret.shape[0]):
+        for s_i, seed in enumerate(cfg.seeds):
+            for m in range(ret.shape[2]):
+                rows.append({"layout": game.name, "kind": kind, "seed": seed, "member": m,
+                             "update": u + 1,
+                             "env_steps": (u + 1) * cfg.num_envs * game.horizon,
+                             "return": float(ret[u, s_i, m]), "entropy": float(ent[u, s_i, m]),
+                             "shaped_coef": float(history["shaped_coef"][u])})
+    return rows
