@@ -16,7 +16,7 @@ SPEC = T.TaskSpec(modulus=5, horizon=3, n_operands=2, fault=0.0)
 def policy_fns():
     policy = M.TransformerPolicy(SPEC, 16, 2, 2, jax.random.PRNGKey(0))
     step = jax.jit(jax.vmap(policy.step_logprobs))
-    nxt = jax.jit(jax.vmap(policy.next_tokens, in_axes=(0, 0, 0, None)), static_argnums=3)
+    nxt = jax.jit(jax.vmap(policy.next_tokens, in_axes=(0, 0, 0, None)))
     return step, nxt
 
 
@@ -38,10 +38,9 @@ def test_transformer_is_causal_and_consistent(policy_fns):
     np.testing.assert_allclose(lp_arg2[:, :t], lp_arg[:, :t], atol=1e-6)
     assert np.abs(np.asarray(lp_op2[:, t + 1:] - lp_op[:, t + 1:])).max() > 1e-4  # not constant
     for s in range(H):
-        n_op, n_arg = nxt(d2 if s <= t else d, op2, arg2, s)  # later entries are not history
-        ref_op, ref_arg = step(d2 if s <= t else d, op2, arg2)
-        np.testing.assert_allclose(n_op, ref_op[:, s], atol=1e-5)
-        np.testing.assert_allclose(n_arg[np.arange(4), op2[:, s]], ref_arg[:, s], atol=1e-5)
+        n_op, n_arg = nxt(d2, op2, arg2, s)
+        np.testing.assert_allclose(n_op, lp_op2[:, s], atol=1e-5)
+        np.testing.assert_allclose(n_arg[np.arange(4), op2[:, s]], lp_arg2[:, s], atol=1e-5)
 
 
 def _enumerating_propose(table):
@@ -77,14 +76,17 @@ def test_beam_search_matches_brute_force_enumeration():
     'last' is greedy."""
     table = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (SPEC.horizon, 5, SPEC.n_actions)))
     n_beams = SPEC.n_actions ** (SPEC.horizon - 1)
+    propose = _enumerating_propose(jnp.asarray(table))
+    # one program; rows beyond n_beams are padding (dead beams), as for the smaller budgets
+    width = n_beams + 3
+    search = jax.jit(lambda d0, beams, agg: B.beam_search(
+        SPEC, jax.random.PRNGKey(0), d0, propose, beams, agg, width))
     for d0 in (1, 3):
         for agg, f in ((0, np.min), (1, np.mean)):
-            top = B.beam_search(SPEC, jax.random.PRNGKey(0), d0, _enumerating_propose(jnp.asarray(table)),
-                                n_beams, agg)
+            top = search(d0, n_beams, agg)
             path = tuple(int(a) for a in np.asarray(top["op"]) * 2 + np.asarray(top["arg"]))
             assert path == _brute_force(table, d0, f)
-        top = B.beam_search(SPEC, jax.random.PRNGKey(0), d0, _enumerating_propose(jnp.asarray(table)),
-                            1, 2)
+        top = search(d0, 1, 2)
         d, greedy = d0, []
         for t in range(SPEC.horizon):
             a = int(np.argmax(table[t, d]))

@@ -32,20 +32,24 @@ def budget_shape(n: int, expand: int) -> tuple[int, int]:
     return beams, n // beams
 
 
-def beam_search(spec: T.TaskSpec, key, d0, propose, n_beams: int, aggregation):
+def beam_search(spec: T.TaskSpec, key, d0, propose, n_beams, aggregation, width=None,
+                n_children=None):
     """Beam search from distance ``d0`` (one problem).
 
-    ``propose(key, t, buf) -> (op, arg, score)``, each ``(n_beams, children)``: sampled steps of
-    the beams (``buf``: ``(n_beams, H)`` buffers with ``d[:, t]`` current) and each child's step
-    score. ``aggregation``: 0 min, 1 mean, 2 last (may be traced). Returns the top trajectory's
-    buffers ``(H,)``."""
+    ``propose(key, t, buf) -> (op, arg, score)``, each ``(width, children)``: sampled steps of
+    the beams (``buf``: ``(width, H)`` buffers with ``d[:, t]`` current) and each child's step
+    score. ``n_beams`` beams of the ``width`` rows are alive (all copies of the root at the first
+    step), and only the first ``n_children`` children of each (default: all); both may be
+    traced, so one program serves every budget. ``aggregation``: 0 min, 1 mean, 2 last. Returns
+    the top trajectory's buffers ``(H,)``."""
     H = spec.horizon
-    zeros = jnp.zeros((n_beams, H), jnp.int32)
-    init = ({"d": zeros, "op": zeros, "arg": zeros}, jnp.full((n_beams,), d0, jnp.int32),
-            jnp.zeros((n_beams, H)))
+    width = n_beams if width is None else width
+    zeros = jnp.zeros((width, H), jnp.int32)
+    init = ({"d": zeros, "op": zeros, "arg": zeros}, jnp.full((width,), d0, jnp.int32),
+            jnp.zeros((width, H)), jnp.arange(width) < n_beams)
 
     def depth(carry, t):
-        buf, d, hist = carry
+        buf, d, hist, alive = carry
         kp, ke, kt = jax.random.split(jax.random.fold_in(key, t), 3)
         buf = {**buf, "d": buf["d"].at[:, t].set(d)}
         op, arg, score = propose(kp, t, buf)
@@ -54,15 +58,20 @@ def beam_search(spec: T.TaskSpec, key, d0, propose, n_beams: int, aggregation):
         op, arg, score = op.reshape(-1), arg.reshape(-1), score.reshape(-1)
         child = {"d": rep(buf["d"]), "op": rep(buf["op"]).at[:, t].set(op),
                  "arg": rep(buf["arg"]).at[:, t].set(arg)}
+        child_alive = rep(alive)
+        if n_children is not None:
+            child_alive &= jnp.tile(jnp.arange(c), width) < n_children
         hist = rep(hist).at[:, t].set(score)
         seen = jnp.arange(H) <= t
         agg = jnp.stack([jnp.min(jnp.where(seen, hist, jnp.inf), 1),
                          jnp.sum(jnp.where(seen, hist, 0.0), 1) / (t + 1), score])[aggregation]
+        agg = jnp.where(child_alive, agg, -jnp.inf)
         d_next = T.step_env(spec, ke, rep(d), op, arg)
-        keep = jnp.lexsort((jax.random.uniform(kt, agg.shape), agg))[::-1][:n_beams]
-        return (jax.tree.map(lambda x: x[keep], child), d_next[keep], hist[keep]), None
+        keep = jnp.lexsort((jax.random.uniform(kt, agg.shape), agg))[::-1][:width]
+        alive = child_alive[keep] & (jnp.arange(width) < n_beams)
+        return (jax.tree.map(lambda x: x[keep], child), d_next[keep], hist[keep], alive), None
 
-    (buf, _, _), _ = jax.lax.scan(depth, init, jnp.arange(H))
+    (buf, _, _, _), _ = jax.lax.scan(depth, init, jnp.arange(H))
     return jax.tree.map(lambda x: x[0], buf)
 
 
@@ -95,21 +104,30 @@ def child_scores(spec, rl, ref, prm, orm, beta, key, t, buf, children: int):
     return jax.vmap(beam)(keys, buf["d"], buf["op"], buf["arg"])
 
 
-def search_values(spec, models, beta, key, d0, n: int, expand: int):
-    """Exact success probability of the answer of every ranker's beam search at budget ``n``
-    on problems ``d0``: ``(len(RANKERS), problems)``."""
+def search_values(spec, models, beta, key, d0, ns, expand: int):
+    """Exact success probability of the answer of every ranker's beam search at every budget of
+    ``ns`` on problems ``d0``: ``(len(ns), len(RANKERS), problems)`` (one program for all
+    budgets: beams and children padded to the largest budget's)."""
     rl, ref, prm, orm = models
-    n_beams, children = budget_shape(n, expand)
+    shapes = [budget_shape(n, expand) for n in ns]
+    width, c_max = max(b for b, _ in shapes), max(c for _, c in shapes)
     cols = jnp.asarray([COLUMNS.index(s) for s, _ in RANKERS])
     aggs = jnp.asarray([AGG.get(a, 2) for _, a in RANKERS])
 
-    def one(col, agg, key, d0):
+    def one(beams, children, col, agg, key, d0):
         def propose(k, t, buf):
-            op, arg, sc = child_scores(spec, rl, ref, prm, orm, beta, k, t, buf, children)
+            op, arg, sc = child_scores(spec, rl, ref, prm, orm, beta, k, t, buf, c_max)
             return op, arg, sc[..., col]
-        top = beam_search(spec, key, d0, propose, n_beams, agg)
+        top = beam_search(spec, key, d0, propose, beams, agg, width, children)
         return T.success_probability(spec, top["d"][-1], top["op"][-1], top["arg"][-1])
 
-    keys = jax.random.split(key, d0.shape[0])
-    per_ranker = lambda c, a: jax.vmap(lambda k, d: one(c, a, k, d))(keys, d0)  # noqa: E731
-    return jax.vmap(per_ranker)(cols, aggs)
+    def budget(args):
+        beams, children, key = args
+        keys = jax.random.split(key, d0.shape[0])
+
+        def per_ranker(col, agg):
+            return jax.vmap(lambda k, d: one(beams, children, col, agg, k, d))(keys, d0)
+        return jax.vmap(per_ranker)(cols, aggs)
+
+    beams, children = (jnp.asarray(x) for x in zip(*shapes))
+    return jax.lax.map(budget, (beams, children, jax.random.split(key, len(ns))))

@@ -164,9 +164,7 @@ def _scored(spec, beta, n_val, n_test, n_cand, n_attr, n_beam, beam_ns, expand, 
             out[f"success_{name}"] = jnp.mean(T.success_probability(
                 spec, tr["d"][:, -1], tr["op"][:, -1], tr["arg"][:, -1]))
         d0 = T.sample_problems(spec, jax.random.fold_in(kb, 0), n_beam)
-        out["beam"] = jnp.stack([beam.search_values(spec, (rl, ref, prm, orm), beta,
-                                                    jax.random.fold_in(kb, n), d0, n, expand)
-                                 for n in beam_ns])
+        out["beam"] = beam.search_values(spec, (rl, ref, prm, orm), beta, kb, d0, beam_ns, expand)
         return out
 
     return eqx.filter_vmap(one)(rl, ref, clip, prm, orm, key)
