@@ -116,7 +116,8 @@ def train_rl(spec, cfg, ref, seeds, kl_coef: float, ckpt: Path | None, progress:
     opt = optax.adam(cfg.rl_lr)
     B, G = cfg.rl_problems, cfg.rl_group
 
-    def one_step(state: TrainState, ref, key):
+    def one_step(state: TrainState, data, key):
+        ref, kl_coef = data  # β as data: rl_kl and rl_clip share one compiled program
         kp, kr = jax.random.split(key)
         d0 = jnp.repeat(T.sample_problems(spec, kp, B), G)
         traj = T.rollout(spec, kr, d0, state.model.sample)
@@ -146,7 +147,8 @@ def train_rl(spec, cfg, ref, seeds, kl_coef: float, ckpt: Path | None, progress:
         return eqx.combine(dyn, static), {"loss": -R.mean(), "kl": kl[-1], "reward": R.mean()}
 
     state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(ref)
-    return _fit(one_step, state, ref, seeds, cfg.rl_steps, cfg.chunk_size, ckpt,
+    data = (ref, jnp.full((len(seeds),), kl_coef, jnp.float32))
+    return _fit(one_step, state, data, seeds, cfg.rl_steps, cfg.chunk_size, ckpt,
                 f"rl (kl={kl_coef:g})", progress)
 
 
