@@ -28,7 +28,8 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     run("evaluate", t, [r / f"{m}.eqx" for m in ("ref", "rl_kl", "rl_clip", "prm", "orm")])
     final = (t / "tabular_final.csv").read_text()
     assert "corr_learned" in final
-    inputs = [t / f for f in ("bon.csv", "auroc.csv", "attribution.csv", "tabular_final.csv",
+    inputs = [t / f for f in ("bon.csv", "auroc.csv", "attribution.csv", "beam.csv",
+                              "tabular_final.csv",
                               "tabular_curve.csv", "tabular_scatter.csv")]
     claims = run.figures_and_claims(tmp_path, inputs)
     assert list(claims) == ["beats_confidence", "matches_reward_models", "tabular_identity"]

@@ -1,6 +1,6 @@
 # progress_advantage (issue 27): step scores from β log π_RL/π_ref after KL-regularised RL.
 # tabular (one job, all seeds) ; data -> train ref -> train rl_kl, rl_clip -> train prm, orm ->
-# evaluate (all seeds vmapped in every job); figures, claims and the `progress_advantage` target
+# evaluate (best-of-N, step-level beam search, AUROC, attribution; all seeds vmapped in every job); figures, claims and the `progress_advantage` target
 # come from workflow/rules/protocol.smk.
 PA = "progress_advantage"
 PA_TRAIN_INPUT = {
@@ -74,7 +74,7 @@ rule progress_advantage_train:
 
 
 rule progress_advantage_evaluate:
-    """Best-of-N, AUROC, failure attribution and policy success, every seed."""
+    """Best-of-N, step-level beam search, AUROC, failure attribution and policy success, every seed."""
     input:
         cfg=out(PA, "config.json"),
         models=expand(out(PA, "runs", "{model}.eqx"), model=list(PA_TRAIN_INPUT)),
@@ -83,6 +83,7 @@ rule progress_advantage_evaluate:
         auroc=out(PA, "tables", "auroc.csv"),
         attribution=out(PA, "tables", "attribution.csv"),
         policies=out(PA, "tables", "policies.csv"),
+        beam=out(PA, "tables", "beam.csv"),
     params:
         dest=lambda w, output: str(Path(output.bon).parent),
     log:

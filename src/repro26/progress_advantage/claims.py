@@ -2,8 +2,9 @@
 
 Every comparison is paired over seeds (one π_ref, π_RL, PRM, ORM per seed; the same candidate
 trajectories scored by every scorer) with a 95% Student-t CI of the per-seed difference. The
-application metrics: best-of-N = mean accuracy over the N > 1 of ``bon_ns`` (area under the
-best-of-N curve), AUROC of success, failure-attribution accuracy. pa and prm use the aggregation
+application metrics: best-of-N and step-level beam search (test-time scaling, at equal
+sampling budgets) = mean success over the budgets N > 1 of ``bon_ns`` (area under the curve),
+AUROC of success, failure-attribution accuracy. pa and prm use the aggregation
 chosen per seed on validation problems.
 """
 
@@ -16,21 +17,28 @@ from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import summary
 
-APPLICATIONS = ("best_of_n", "auroc", "attribution")
+APPLICATIONS = ("best_of_n", "beam_search", "auroc", "attribution")
 CONFIDENCE = ("logprob", "self_certainty", "step_prob")
 # non-inferiority margins (absolute, per application) for "matches the trained reward models"
-MARGINS = {"best_of_n": 0.01, "auroc": 0.02, "attribution": 0.05}
+MARGINS = {"best_of_n": 0.01, "beam_search": 0.01, "auroc": 0.02, "attribution": 0.05}
 TABULAR_THRESHOLD = 0.99
 
 
-def application_scores(bon, roc, attr) -> dict[str, dict[str, np.ndarray]]:
-    """``{application: {scorer: per-seed metric (sorted by seed)}}`` (chosen aggregations)."""
+def _area(table, scorer):
+    """Per seed: mean accuracy over the budgets N > 1 (chosen aggregation)."""
+    b = tables.select(table, scorer=scorer, chosen=1)
+    return np.array([np.mean(b["accuracy"][(b["seed"] == s) & (b["n"] > 1)])
+                     for s in np.unique(b["seed"])])
+
+
+def application_scores(bon, roc, attr, beam) -> dict[str, dict[str, np.ndarray]]:
+    """``{application: {scorer: per-seed metric (sorted by seed)}}`` (chosen aggregations);
+    test-time scaling is two applications, best-of-N and step-level beam search."""
     out = {app: {} for app in APPLICATIONS}
+    for scorer in tables.unique(beam, "scorer"):
+        out["beam_search"][scorer] = _area(beam, scorer)
     for scorer in tables.unique(bon, "scorer"):
-        b = tables.select(bon, scorer=scorer, chosen=1)
-        seeds = np.unique(b["seed"])
-        out["best_of_n"][scorer] = np.array([np.mean(b["accuracy"][(b["seed"] == s) & (b["n"] > 1)])
-                                             for s in seeds])
+        out["best_of_n"][scorer] = _area(bon, scorer)
         out["auroc"][scorer] = tables.per_seed(roc, "auroc", scorer=scorer, chosen=1)
     for scorer in tables.unique(attr, "scorer"):
         out["attribution"][scorer] = tables.per_seed(attr, "accuracy", scorer=scorer)
@@ -93,7 +101,8 @@ def beats_confidence_claim(scores) -> Claim:
         "uncertainty quantification and failure attribution.",
         "consistently outperforms confidence-based baselines (abstract)",
         m, holds,
-        "for every application and every confidence baseline (mean token log-prob, "
+        "for every application (test-time scaling by best-of-N and by step-level beam search, "
+        "AUROC, attribution) and every confidence baseline (mean token log-prob, "
         "self-certainty, minimum step probability) that beats the random row (paired 95% CI "
         "over seeds above 0): the paired 95% CI of pa − baseline lies above 0; pa itself beats "
         "random everywhere; not held when a CI lies at or below 0, inconclusive when one "
@@ -133,7 +142,8 @@ def matches_reward_models_claim(scores) -> Claim:
         "and outcome reward models.",
         "surpasses dedicated trained reward models (abstract)",
         m, holds,
-        f"non-inferiority, for every application and reward model (PRM on Monte Carlo step "
+        f"non-inferiority, for every application (best-of-N, step-level beam search, AUROC, "
+        f"attribution) and reward model (PRM on Monte Carlo step "
         f"labels; ORM on outcomes; attribution: PRM only) that beats the random row: the lower "
         f"end of the paired 95% CI of pa − RM is above −margin, margins {MARGINS}; not held "
         f"when a CI lies below −margin, inconclusive when one straddles it",
@@ -180,11 +190,10 @@ def tabular_claim(final) -> Claim:
     )
 
 
-@claim_set("tables/bon.csv", "tables/auroc.csv", "tables/attribution.csv",
+@claim_set("tables/bon.csv", "tables/auroc.csv", "tables/attribution.csv", "tables/beam.csv",
            "tables/tabular_final.csv")
 def CLAIMS(run) -> list[Claim]:
-    scores = application_scores(tables.read(run.input("bon.csv")),
-                                tables.read(run.input("auroc.csv")),
-                                tables.read(run.input("attribution.csv")))
+    scores = application_scores(*(tables.read(run.input(f"{t}.csv"))
+                                  for t in ("bon", "auroc", "attribution", "beam")))
     return [beats_confidence_claim(scores), matches_reward_models_claim(scores),
             tabular_claim(tables.read(run.input("tabular_final.csv")))]

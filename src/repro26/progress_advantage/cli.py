@@ -1,7 +1,8 @@
 """Stages of ``repro26 progress_advantage <stage>`` and the method's typed config.
 
 tabular (one job, every seed) ; data (noisy demonstrations) -> train ref -> train rl_kl, rl_clip
--> train prm, orm (on π_RL's trajectories) -> evaluate (the three applications); figures
+-> train prm, orm (on π_RL's trajectories) -> evaluate (the three applications, test-time
+scaling by best-of-N and step-level beam search); figures
 (``figures.FIGURES``) and claims (``claims.CLAIMS``) come from core.
 """
 
@@ -38,7 +39,12 @@ class Config:
     fault: float
     demo_noise: float
     n_demos: int
-    # policies: SFT then KL-regularised / clipping-only policy gradient
+    # policies: SFT then KL-regularised / clipping-only policy gradient; the architecture is a
+    # causal transformer (tf_*) or, with policy: mlp, an MLP of width `hidden` over the Markov state
+    policy: Literal["transformer", "mlp"]
+    tf_width: int
+    tf_layers: int
+    tf_heads: int
     hidden: int
     sft_steps: int
     sft_batch: int
@@ -63,6 +69,8 @@ class Config:
     n_candidates: int
     bon_ns: tuple[int, ...]
     n_attribution: int
+    n_beam: int
+    beam_expand: int
     chunk_size: int
 
 
@@ -84,17 +92,24 @@ def check(cfg: Config) -> None:
                           f"{cfg.grid_width} grid other than the goal (bottom right)")
     if not cfg.bon_ns or max(cfg.bon_ns) > cfg.n_candidates or min(cfg.bon_ns) < 1:
         raise ConfigError("progress_advantage.bon_ns: values in 1..n_candidates")
+    if cfg.policy not in ("transformer", "mlp"):
+        raise ConfigError(f"progress_advantage.policy: transformer or mlp, got {cfg.policy!r}")
+    if cfg.tf_width % cfg.tf_heads:
+        raise ConfigError("progress_advantage.tf_width: a multiple of tf_heads")
+    if cfg.beam_expand < 1 or any(n % max(1, n // cfg.beam_expand) for n in cfg.bon_ns):
+        raise ConfigError("progress_advantage.beam_expand: >= 1, and every bon_ns value a "
+                          "multiple of its beam count max(1, N // beam_expand)")
 
 
 def _skeleton(cfg: Config, model: str):
     """The stacked (seed-axis) structure a checkpoint of ``model`` loads into."""
     from repro26.progress_advantage import evaluate, train
-    from repro26.progress_advantage.model import OutcomeRewardModel, Policy, StepRewardModel
+    from repro26.progress_advantage.model import OutcomeRewardModel, StepRewardModel, make_policy
 
     spec = evaluate.task_spec(cfg)
     make = {"prm": lambda k: StepRewardModel(spec, cfg.rm_hidden, k),
             "orm": lambda k: OutcomeRewardModel(spec, cfg.rm_hidden, k)}.get(
-        model, lambda k: Policy(spec, cfg.hidden, k))
+        model, lambda k: make_policy(spec, cfg, k))
     return train.stacked(make, cfg.seeds, 0)
 
 
@@ -172,16 +187,18 @@ def train_stage(run: Run) -> None:
 
 @stage()
 def evaluate_stage(run: Run) -> None:
-    """Best-of-N, AUROC, failure attribution and policy success of every seed (``--out``: the
-    tables folder; bon.csv, auroc.csv, attribution.csv, policies.csv)."""
+    """Best-of-N, AUROC, failure attribution, policy success and step-level beam search of every
+    seed (``--out``: the tables folder; bon.csv, auroc.csv, attribution.csv, policies.csv,
+    beam.csv)."""
     from repro26.progress_advantage import evaluate
 
     cfg = run.cfg
     check(cfg)
     models = tuple(load_models(cfg, run, "rl_kl", "ref", "rl_clip", "prm", "orm"))
-    bon, roc, attr, pol = evaluate.agentic(cfg, models, run.progress)
+    bon, roc, attr, pol, bs = evaluate.agentic(cfg, models, run.progress)
     out = Path(run.out)
-    for name, rows in (("bon", bon), ("auroc", roc), ("attribution", attr), ("policies", pol)):
+    for name, rows in (("bon", bon), ("auroc", roc), ("attribution", attr), ("policies", pol),
+                       ("beam", bs)):
         io.write_table(out / f"{name}.csv", rows, run.meta())
 
 

@@ -12,7 +12,10 @@ Agentic (every seed: its own π_ref, π_RL, PRM, ORM; candidates sampled from π
   3. failure attribution: trajectories with one injected error at a known step after a clean
      (noiseless demonstrator) prefix, continued by π_RL, kept when they fail; accuracy of
      argmin step score = the injected step.
-Aggregations of pa / pa_clip / prm (min, mean, last) are chosen per seed on validation problems.
+  4. step-level beam search (:mod:`beam`) at the budgets of best-of-N, every ranker on the same
+     ``n_beam`` problems: the mean exact success probability of its answer.
+Aggregations of pa / pa_clip / prm (min, mean, last) are chosen per seed on validation problems
+(beam search: the aggregation best-of-N chose). The oracle a_star needs a Markov π_ref (MLP).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from repro26.progress_advantage import mdp, scores as S, task as T
+from repro26.progress_advantage import beam, mdp, scores as S, task as T
+from repro26.progress_advantage.model import MLPPolicy
 
 
 def task_spec(cfg) -> T.TaskSpec:
@@ -105,13 +109,13 @@ def _attribution_trajectories(spec, policy, key, n):
     d0 = T.sample_problems(spec, k1, n)
     first_error = jax.random.randint(k2, (n,), 0, spec.horizon)
 
-    def act(key, d, steps_left):
+    def act(key, t, buf):
         ka, kb, kc = jax.random.split(key, 3)
-        t = spec.horizon - steps_left
-        sl = jnp.broadcast_to(steps_left, d.shape)
+        d = buf["d"][:, t]
+        sl = jnp.full(d.shape, spec.horizon - t)
         op_c, arg_c = T.demonstrator_action(spec, ka, d, sl, 0.0)
         op_e, arg_e = T.inject_error(spec, kc, d, sl)
-        op_p, arg_p = policy.sample(kb, d, steps_left)
+        op_p, arg_p = policy.sample(kb, t, buf)
         op = jnp.where(t < first_error, op_c, jnp.where(t == first_error, op_e, op_p))
         arg = jnp.where(t < first_error, arg_c, jnp.where(t == first_error, arg_e, arg_p))
         return op, arg
@@ -119,37 +123,48 @@ def _attribution_trajectories(spec, policy, key, n):
     return T.rollout(spec, k3, d0, act), first_error
 
 
+def _oracle(spec, ref, beta):
+    """Step scores A*[k, d, a] of the exact soft-optimal advantage under a Markov π_ref."""
+    ds = jnp.arange(spec.modulus)
+    log_ref = jax.vmap(lambda k: jax.vmap(lambda d: ref.joint_logprobs(d, k))(ds))(
+        jnp.arange(1, spec.horizon + 1))
+    A_star = T.soft_optimal_advantage(spec, log_ref, beta)
+
+    def oracle(traj):
+        k = spec.horizon - jnp.arange(spec.horizon)
+        return A_star[k - 1, traj["d"], traj["op"] * spec.n_operands + traj["arg"]]
+    return oracle
+
+
 @eqx.filter_jit
-def _scored(spec, beta, n_val, n_test, n_cand, n_attr, models, key):
+def _scored(spec, beta, n_val, n_test, n_cand, n_attr, n_beam, beam_ns, expand, models, key):
     rl, ref, clip, prm, orm = models
+    markov = isinstance(ref, MLPPolicy)
 
     def one(rl, ref, clip, prm, orm, key):
-        kv, kt, ka, k1, k2, k3, kr, kc = jax.random.split(key, 8)
-        ds = jnp.arange(spec.modulus)
-        log_ref = jax.vmap(lambda k: jax.vmap(lambda d: ref.joint_logprobs(d, k))(ds))(
-            jnp.arange(1, spec.horizon + 1))
-        A_star = T.soft_optimal_advantage(spec, log_ref, beta)
-
-        def oracle(traj):
-            k = spec.horizon - jnp.arange(spec.horizon)
-            return A_star[k - 1, traj["d"], traj["op"] * spec.n_operands + traj["arg"]]
+        kv, kt, ka, k1, k2, kb, kr, kc = jax.random.split(key, 8)
+        oracle = _oracle(spec, ref, beta) if markov else None
 
         out = {}
         for name, k, n in (("val", kv, n_val), ("test", kt, n_test)):
             traj = _candidates(spec, rl, k, n, n_cand)
             steps = S.step_scores(rl, ref, clip, prm, beta, traj, k1)
             value = T.success_probability(spec, traj["d"][:, -1], traj["op"][:, -1], traj["arg"][:, -1])
-            steps["a_star"] = oracle(traj)
+            if markov:
+                steps["a_star"] = oracle(traj)
             out[name] = {"traj": traj, "steps": steps, "value": value,
                          "orm": jax.vmap(orm)(traj["d"], traj["op"], traj["arg"])}
         traj, first = _attribution_trajectories(spec, rl, ka, n_attr)
         steps = S.step_scores(rl, ref, clip, prm, beta, traj, k2)
-        steps["a_star"] = oracle(traj)
+        if markov:
+            steps["a_star"] = oracle(traj)
         out["attr"] = {"traj": traj, "first_error": first, "steps": steps}
         for name, pol in (("ref", ref), ("rl_kl", rl), ("rl_clip", clip)):
             tr = _candidates(spec, pol, jax.random.fold_in(kc, len(name)), n_test, 1)
             out[f"success_{name}"] = jnp.mean(T.success_probability(
                 spec, tr["d"][:, -1], tr["op"][:, -1], tr["arg"][:, -1]))
+        d0 = T.sample_problems(spec, jax.random.fold_in(kb, 0), n_beam)
+        out["beam"] = beam.search_values(spec, (rl, ref, prm, orm), beta, kb, d0, beam_ns, expand)
         return out
 
     return eqx.filter_vmap(one)(rl, ref, clip, prm, orm, key)
@@ -158,11 +173,11 @@ def _scored(spec, beta, n_val, n_test, n_cand, n_attr, models, key):
 def agentic(cfg, models, progress: bool = False):
     """Rows of ``bon``, ``auroc``, ``attribution`` and ``policies`` for every seed."""
     spec = task_spec(cfg)
-    res = _scored(spec, cfg.kl_coef, cfg.n_val, cfg.n_test, cfg.n_candidates, cfg.n_attribution,
-                  models, _keys(cfg.seeds, 11))
-    res = jax.tree.map(np.asarray, res)
-    bon, roc, attr, pol = [], [], [], []
     ns = [n for n in cfg.bon_ns if n <= cfg.n_candidates]
+    res = _scored(spec, cfg.kl_coef, cfg.n_val, cfg.n_test, cfg.n_candidates, cfg.n_attribution,
+                  cfg.n_beam, tuple(ns), cfg.beam_expand, models, _keys(cfg.seeds, 11))
+    res = jax.tree.map(np.asarray, res)
+    bon, roc, attr, pol, bs = [], [], [], [], []
     for i, seed in enumerate(cfg.seeds):
         rng = np.random.default_rng(seed)
         split = {name: jax.tree.map(lambda x: x[i], res[name]) for name in ("val", "test")}
@@ -187,18 +202,26 @@ def agentic(cfg, models, progress: bool = False):
                         "val_auroc": val_auc, "success_rate": float(success["test"].mean())})
         a = jax.tree.map(lambda x: x[i], res["attr"])
         failed = ~a["traj"]["success"]
-        for scorer in (*S.AGGREGATED, *S.CONFIDENCE, *S.TRIVIAL):
+        for j, n in enumerate(ns):
+            for r, (scorer, agg) in enumerate(beam.RANKERS):
+                bs.append({"seed": seed, "scorer": scorer, "aggregation": agg, "n": n,
+                           "accuracy": float(res["beam"][i, j, r].mean())})
+        for scorer in (s for s in (*S.AGGREGATED, *S.CONFIDENCE, *S.TRIVIAL) if s in a["steps"]):
             attr.append({"seed": seed, "scorer": scorer, "trajectories": int(failed.sum()),
                          "accuracy": S.attribution_accuracy(a["steps"][scorer][failed],
                                                             a["first_error"][failed], rng)})
         steps = split["test"]["steps"]
-        identity = float(np.corrcoef(steps["pa"].ravel(), steps["a_star"].ravel())[0, 1])
+        corr = {name: float(np.corrcoef(steps[col].ravel(), steps["a_star"].ravel())[0, 1])
+                if "a_star" in steps else float("nan")
+                for name, col in (("rl_kl", "pa"), ("rl_clip", "pa_clip"))}
         for name in ("ref", "rl_kl", "rl_clip"):
             pol.append({"seed": seed, "policy": name, "success": float(res[f"success_{name}"][i]),
-                        "identity_corr_on_test_steps": identity if name == "rl_kl" else float(
-                            np.corrcoef(steps["pa_clip"].ravel(), steps["a_star"].ravel())[0, 1])
-                        if name == "rl_clip" else float("nan")})
-    return _mark_chosen(bon, "val_accuracy", n_max=max(ns)), _mark_chosen(roc, "val_auroc"), attr, pol
+                        "identity_corr_on_test_steps": corr.get(name, float("nan"))})
+    bon = _mark_chosen(bon, "val_accuracy", n_max=max(ns))
+    chosen = {(r["seed"], r["scorer"], r["aggregation"]) for r in bon if r["chosen"]}
+    for r in bs:
+        r["chosen"] = int((r["seed"], r["scorer"], r["aggregation"]) in chosen)
+    return bon, _mark_chosen(roc, "val_auroc"), attr, pol, bs
 
 
 def _mark_chosen(rows, val_column, n_max=None):

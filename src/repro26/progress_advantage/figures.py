@@ -1,4 +1,5 @@
-"""Figures: the tabular identity, best-of-N vs N, AUROC and failure attribution per scorer."""
+"""Figures: the tabular identity, best-of-N and step-level beam search vs budget, AUROC and
+failure attribution per scorer."""
 
 from __future__ import annotations
 
@@ -51,23 +52,40 @@ def tabular_identity(run):
     return fig
 
 
-@figure("tables/bon.csv")
-def best_of_n(run):
-    """Test-time scaling: success probability of the candidate (of N sampled from π_RL) that each
-    scorer ranks highest, against N (mean and 95% CI over seeds; pa, pa_clip, prm and the oracle
-    use the aggregation chosen on validation problems; ties broken at random)."""
-    bon = tables.read(run.input("bon.csv"))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for scorer in [s for s in ORDER if s in tables.unique(bon, "scorer")]:
-        rows = tables.select(bon, scorer=scorer, chosen=1)
+def _scaling(ax, table, xlabel):
+    for scorer in [s for s in ORDER if s in tables.unique(table, "scorer")]:
+        rows = tables.select(table, scorer=scorer, chosen=1)
         ns, mean, half = tables.mean_ci_by(rows, "accuracy", by="n")
         ax.errorbar(ns, mean, yerr=half, color=COLORS[scorer], label=LABELS[scorer], capsize=2,
                     ls="--" if scorer in ("random", "position", "a_star") else "-", marker="o", ms=3)
     ax.set_xscale("log", base=2)
     ax.set_xticks(ns, [str(int(n)) for n in ns])
-    ax.set_xlabel("N (candidates per problem)")
-    ax.set_ylabel("success probability of the selected candidate")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("success probability of the answer")
     ax.legend(fontsize=7, ncol=2)
+
+
+@figure("tables/bon.csv")
+def best_of_n(run):
+    """Test-time scaling: success probability of the candidate (of N sampled from π_RL) that each
+    scorer ranks highest, against N (mean and 95% CI over seeds; pa, pa_clip, prm and the oracle
+    use the aggregation chosen on validation problems; ties broken at random)."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    _scaling(ax, tables.read(run.input("bon.csv")), "N (candidates per problem)")
+    fig.tight_layout()
+    return fig
+
+
+@figure("tables/beam.csv")
+def beam_search(run):
+    """Test-time scaling by step-level beam search at the sampling budget of best-of-N: at each
+    of the horizon's steps N steps of π_RL are sampled (tool calls executed) from
+    max(1, N/4) beams, ranked by each scorer's aggregation of the step scores so far (the one
+    best-of-N chose on validation problems; the ORM scores the prefix) and the top beams kept;
+    the y axis is the exact success probability of the top final trajectory (mean and 95% CI
+    over seeds; N = 1 is one sample of π_RL)."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    _scaling(ax, tables.read(run.input("beam.csv")), "N (steps sampled per depth = best-of-N budget)")
     fig.tight_layout()
     return fig
 
@@ -86,29 +104,29 @@ def _bars(ax, per_scorer, ylabel, chance=None):
     ax.set_ylim(max(0.0, lo - 0.05), min(1.02, hi + 0.03))
 
 
-@figure("tables/bon.csv", "tables/auroc.csv", "tables/attribution.csv")
+@figure("tables/bon.csv", "tables/auroc.csv", "tables/attribution.csv", "tables/beam.csv")
 def auroc(run):
     """Uncertainty quantification: AUROC of each trajectory score for the success of π_RL's
     trajectories on test problems (mean and 95% CI over seeds; dotted: chance)."""
     s = application_scores(*(tables.read(run.input(f)) for f in
-                             ("bon.csv", "auroc.csv", "attribution.csv")))
+                             ("bon.csv", "auroc.csv", "attribution.csv", "beam.csv")))
     fig, ax = plt.subplots(figsize=(7, 4.2))
     _bars(ax, s["auroc"], "AUROC (success)", chance=0.5)
     fig.tight_layout()
     return fig
 
 
-@figure("tables/bon.csv", "tables/auroc.csv", "tables/attribution.csv")
+@figure("tables/bon.csv", "tables/auroc.csv", "tables/attribution.csv", "tables/beam.csv")
 def attribution(run):
     """Failure attribution: fraction of failed trajectories (one injected invalid step after a
     clean prefix, then π_RL) whose lowest-scored step is the injected one (mean and 95% CI over
     seeds; the ORM has no step scores)."""
     s = application_scores(*(tables.read(run.input(f)) for f in
-                             ("bon.csv", "auroc.csv", "attribution.csv")))
+                             ("bon.csv", "auroc.csv", "attribution.csv", "beam.csv")))
     fig, ax = plt.subplots(figsize=(7, 4.2))
     _bars(ax, s["attribution"], "attribution accuracy")
     fig.tight_layout()
     return fig
 
 
-FIGURES = figures_by_name(tabular_identity, best_of_n, auroc, attribution)
+FIGURES = figures_by_name(tabular_identity, best_of_n, beam_search, auroc, attribution)

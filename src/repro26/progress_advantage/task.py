@@ -93,24 +93,39 @@ def sample_problems(spec: TaskSpec, key, n: int):
     return jax.random.randint(key, (n,), 1, spec.modulus)
 
 
-def rollout(spec: TaskSpec, key, d0, act, start_step=None):
-    """Roll out ``act(key, d, steps_left) -> (op, arg)`` from ``d0`` for the horizon.
+def rollout(spec: TaskSpec, key, d0, act, start_step=None, prefix=None):
+    """Roll out ``act(key, t, buf) -> (op, arg)`` from ``d0`` for the horizon; ``buf`` holds the
+    trajectory so far as ``(batch, horizon)`` buffers ``d, op, arg`` (``d[:, t]`` the current
+    distance; later entries are not part of the history).
 
-    ``start_step`` (per row, default 0) lets a rollout begin mid-episode: rows are idle (no
-    action, no change) until step ``start_step``. Returns states, actions and the outcome."""
+    ``start_step`` (per row, default 0) lets a rollout continue mid-episode: rows keep the
+    steps of ``prefix`` (same buffers) and stay at ``d0`` until step ``start_step``. Returns the
+    buffers and the outcome ``success``."""
     start = jnp.zeros_like(d0) if start_step is None else start_step
+    zeros = jnp.zeros(d0.shape + (spec.horizon,), d0.dtype)
+    buf = {k: zeros for k in ("d", "op", "arg")} if prefix is None else {
+        k: prefix[k].astype(d0.dtype) for k in ("d", "op", "arg")}
 
-    def body(d, t):
-        k = jax.random.fold_in(key, t)
-        ka, ke = jax.random.split(k)
-        op, arg = act(ka, d, spec.horizon - t)
-        d_next = step_env(spec, ke, d, op, arg)
-        d_next = jnp.where(t >= start, d_next, d)
-        return d_next, (d, op, arg)
+    def body(carry, t):
+        d, buf = carry
+        ka, ke = jax.random.split(jax.random.fold_in(key, t))
+        live = t >= start
+        buf = {**buf, "d": buf["d"].at[:, t].set(jnp.where(live, d, buf["d"][:, t]))}
+        op, arg = act(ka, t, buf)
+        op = jnp.where(live, op, buf["op"][:, t])
+        arg = jnp.where(live, arg, buf["arg"][:, t])
+        buf = {**buf, "op": buf["op"].at[:, t].set(op), "arg": buf["arg"].at[:, t].set(arg)}
+        d_next = jnp.where(live, step_env(spec, ke, d, op, arg), d)
+        return (d_next, buf), None
 
-    d_final, (d, op, arg) = jax.lax.scan(body, d0, jnp.arange(spec.horizon))
-    T = lambda x: jnp.moveaxis(x, 0, -1)  # noqa: E731
-    return {"d": T(d), "op": T(op), "arg": T(arg), "success": d_final == 0}
+    (d_final, buf), _ = jax.lax.scan(body, (d0, buf), jnp.arange(spec.horizon))
+    return {**buf, "success": d_final == 0}
+
+
+def markov(spec: TaskSpec, action):
+    """An actor for :func:`rollout` from ``action(key, d, steps_left)`` of the Markov state."""
+    return lambda key, t, buf: action(key, buf["d"][:, t],
+                                      jnp.full(buf["d"].shape[:1], spec.horizon - t))
 
 
 def inject_error(spec: TaskSpec, key, d, steps_left):

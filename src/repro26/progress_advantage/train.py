@@ -7,8 +7,10 @@ through ``repro26.core.train.run_loop``.
   Â = R − mean_group(R) (outcome reward R ∈ {0, 1}, no std normalisation, so the objective stays
   E[R] − β KL) and makes ``rl_inner_epochs`` Adam updates of
 
-      L(θ) = −E_{s,a}[min(ρ Â, clip(ρ, 1 ± ε) Â)] + β E_s[KL(π_θ(·|s) ‖ π_ref(·|s))],
-      ρ = π_θ(a|s)/π_old(a|s), the KL exact over the n_ops · n_operands actions.
+      L(θ) = −E_{h,a}[min(ρ Â, clip(ρ, 1 ± ε) Â)] + β E[Σ_tokens KL(π_θ(·|prefix) ‖ π_ref(·|prefix))],
+      ρ = π_θ(a|h)/π_old(a|h) per step, the KL exact over each token's vocabulary at the sampled
+      prefixes (the per-token KL of LLM RL; its sum over a trajectory has the trajectory KL as
+      expectation under π).
 
   ``kl_coef`` = β; the clipping-only variant sets it to 0.
 * PRM: binary cross-entropy on Monte Carlo step labels (success rate of ``prm_rollouts``
@@ -27,7 +29,7 @@ import optax
 
 from repro26.core.train import TrainState, init_train_state, optax_step, run_loop
 from repro26.progress_advantage import task as T
-from repro26.progress_advantage.model import OutcomeRewardModel, Policy, StepRewardModel
+from repro26.progress_advantage.model import OutcomeRewardModel, StepRewardModel, make_policy
 
 
 def stacked(make, seeds, salt: int):
@@ -59,37 +61,35 @@ def _fit(one_step, state, data, seeds, steps, chunk, ckpt, desc, progress):
 
 
 def demonstrations(spec: T.TaskSpec, key, n: int, noise: float):
-    """``n`` noisy demonstration episodes, flattened to (state, action) rows."""
+    """``n`` noisy demonstration episodes: ``(n, horizon)`` buffers ``d, op, arg``."""
     k1, k2 = jax.random.split(key)
-    d0 = T.sample_problems(spec, k1, n)
-    traj = T.rollout(spec, k2, d0, lambda k, d, sl: T.demonstrator_action(
-        spec, k, d, jnp.broadcast_to(sl, d.shape), noise))
-    steps_left = jnp.broadcast_to(spec.horizon - jnp.arange(spec.horizon), traj["d"].shape)
-    return {"d": traj["d"].reshape(-1), "steps_left": steps_left.reshape(-1),
-            "op": traj["op"].reshape(-1), "arg": traj["arg"].reshape(-1)}
+    traj = T.rollout(spec, k2, T.sample_problems(spec, k1, n), T.markov(
+        spec, lambda k, d, sl: T.demonstrator_action(spec, k, d, sl, noise)))
+    return {k: traj[k] for k in ("d", "op", "arg")}
 
 
 # ------------------------------------------------------------------------------ π_ref
 
 
-def policy_logprob(policy: Policy, d, steps_left, op, arg):
-    """log π(op, arg | s) of single steps (vmapped over rows)."""
-    def one(d, sl, o, a):
-        lp_op, lp_arg = policy.token_logits(d, sl, o)
-        return lp_op[o] + lp_arg[a]
-    return jax.vmap(one)(d, steps_left, op, arg)
+def step_logprob(policy, d, op, arg):
+    """log π(op_t, arg_t | h_t) of every step of a batch of trajectories ``(batch, H)``."""
+    def one(d, op, arg):
+        lp_op, lp_arg = policy.step_logprobs(d, op, arg)
+        return (jnp.take_along_axis(lp_op, op[:, None], 1)[:, 0]
+                + jnp.take_along_axis(lp_arg, arg[:, None], 1)[:, 0])
+    return jax.vmap(one)(d, op, arg)
 
 
 def train_reference(spec, cfg, demos, seeds, ckpt: Path | None, progress: bool):
+    """SFT: mean over steps of −log π(op, arg | history) on demonstration episodes."""
     opt = optax.adam(cfg.sft_lr)
 
     def loss(policy, demos, key):
         idx = jax.random.randint(key, (cfg.sft_batch,), 0, demos["d"].shape[0])
         rows = {k: v[idx] for k, v in demos.items()}
-        nll = -jnp.mean(policy_logprob(policy, rows["d"], rows["steps_left"], rows["op"], rows["arg"]))
-        return nll, {}
+        return -jnp.mean(step_logprob(policy, rows["d"], rows["op"], rows["arg"])), {}
 
-    nets = stacked(lambda k: Policy(spec, cfg.hidden, k), seeds, 1)
+    nets = stacked(lambda k: make_policy(spec, cfg, k), seeds, 1)
     state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(nets)
     return _fit(optax_step(loss, opt), state, demos, seeds, cfg.sft_steps, cfg.chunk_size, ckpt,
                 "sft π_ref", progress)
@@ -98,33 +98,40 @@ def train_reference(spec, cfg, demos, seeds, ckpt: Path | None, progress: bool):
 # ------------------------------------------------------------------------------ π_RL
 
 
-def exact_kl(policy: Policy, ref: Policy, d, steps_left):
-    """KL(π(·|s) ‖ π_ref(·|s)) over the joint actions, per row."""
-    lp = jax.vmap(policy.joint_logprobs)(d, steps_left)
-    lq = jax.vmap(ref.joint_logprobs)(d, steps_left)
+def _token_kl(lp, lq):
     return jnp.sum(jnp.exp(lp) * (lp - lq), -1)
 
 
-def train_rl(spec, cfg, ref: Policy, seeds, kl_coef: float, ckpt: Path | None, progress: bool):
+def token_kl(policy, ref_logprobs, d, op, arg):
+    """Σ over a step's tokens of KL(π(·|prefix) ‖ π_ref(·|prefix)), exact over each token's
+    vocabulary at the trajectory's prefixes, ``(batch, H)``; ``ref_logprobs``: π_ref's
+    ``step_logprobs`` of the same trajectories."""
+    p_op, p_arg = jax.vmap(policy.step_logprobs)(d, op, arg)
+    q_op, q_arg = ref_logprobs
+    return _token_kl(p_op, q_op) + _token_kl(p_arg, q_arg)
+
+
+def train_rl(spec, cfg, ref, seeds, kl_coef: float, ckpt: Path | None, progress: bool):
     """π_RL initialised at π_ref (per seed), trained as in the module docstring."""
     opt = optax.adam(cfg.rl_lr)
     B, G = cfg.rl_problems, cfg.rl_group
 
-    def one_step(state: TrainState, ref: Policy, key):
+    def one_step(state: TrainState, data, key):
+        ref, kl_coef = data  # β as data: rl_kl and rl_clip share one compiled program
         kp, kr = jax.random.split(key)
         d0 = jnp.repeat(T.sample_problems(spec, kp, B), G)
         traj = T.rollout(spec, kr, d0, state.model.sample)
         R = traj["success"].astype(jnp.float32).reshape(B, G)
-        adv = jnp.repeat((R - R.mean(1, keepdims=True)).reshape(-1), spec.horizon)
-        steps_left = jnp.broadcast_to(spec.horizon - jnp.arange(spec.horizon), traj["d"].shape)
-        rows = [x.reshape(-1) for x in (traj["d"], steps_left, traj["op"], traj["arg"])]
-        old = jax.lax.stop_gradient(policy_logprob(state.model, *rows))
+        adv = (R - R.mean(1, keepdims=True)).reshape(-1, 1)
+        tokens = (traj["d"], traj["op"], traj["arg"])
+        old = jax.lax.stop_gradient(step_logprob(state.model, *tokens))
+        ref_lp = jax.vmap(ref.step_logprobs)(*tokens)
 
         def loss(policy):
-            ratio = jnp.exp(policy_logprob(policy, *rows) - old)
+            ratio = jnp.exp(step_logprob(policy, *tokens) - old)
             clipped = jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps)
             surrogate = jnp.mean(jnp.minimum(ratio * adv, clipped * adv))
-            kl = jnp.mean(exact_kl(policy, ref, rows[0], rows[1]))
+            kl = jnp.mean(token_kl(policy, ref_lp, *tokens))
             return -surrogate + kl_coef * kl, kl
 
         dyn, static = eqx.partition(state, eqx.is_array)
@@ -140,24 +147,27 @@ def train_rl(spec, cfg, ref: Policy, seeds, kl_coef: float, ckpt: Path | None, p
         return eqx.combine(dyn, static), {"loss": -R.mean(), "kl": kl[-1], "reward": R.mean()}
 
     state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(ref)
-    return _fit(one_step, state, ref, seeds, cfg.rl_steps, cfg.chunk_size, ckpt,
+    data = (ref, jnp.full((len(seeds),), kl_coef, jnp.float32))
+    return _fit(one_step, state, data, seeds, cfg.rl_steps, cfg.chunk_size, ckpt,
                 f"rl (kl={kl_coef:g})", progress)
 
 
 # ------------------------------------------------------------------------------ reward models
 
 
-def reward_model_data(spec, policy: Policy, key, n: int, rollouts: int):
+def reward_model_data(spec, policy, key, n: int, rollouts: int):
     """π_RL's trajectories on ``n`` random problems, their outcomes, and Monte Carlo step labels
-    (fraction of ``rollouts`` continuations by π_RL after each step that succeed)."""
+    (fraction of ``rollouts`` continuations by π_RL after each step that succeed; a continuation
+    keeps the trajectory's history up to that step)."""
     k1, k2, k3, k4 = jax.random.split(key, 4)
     traj = T.rollout(spec, k2, T.sample_problems(spec, k1, n), policy.sample)
     H = spec.horizon
-    rep = lambda x: jnp.repeat(x.reshape(-1), rollouts)  # noqa: E731  rows (traj, step, rollout)
-    d, op, arg = rep(traj["d"]), rep(traj["op"]), rep(traj["arg"])
-    t = rep(jnp.broadcast_to(jnp.arange(H), traj["d"].shape))
-    d_after = T.step_env(spec, k3, d, op, arg)
-    cont = T.rollout(spec, k4, d_after, policy.sample, start_step=t + 1)
+    rep = lambda x: jnp.repeat(x, rollouts * H, axis=0)  # noqa: E731  rows (traj, step, rollout)
+    prefix = {k: rep(traj[k]) for k in ("d", "op", "arg")}
+    t = jnp.tile(jnp.repeat(jnp.arange(H), rollouts), n)
+    at = lambda x: jnp.take_along_axis(x, t[:, None], 1)[:, 0]  # noqa: E731
+    d_after = T.step_env(spec, k3, at(prefix["d"]), at(prefix["op"]), at(prefix["arg"]))
+    cont = T.rollout(spec, k4, d_after, policy.sample, start_step=t + 1, prefix=prefix)
     labels = cont["success"].astype(jnp.float32).reshape(n, H, rollouts).mean(-1)
     return {**traj, "label": labels}
 
