@@ -222,7 +222,7 @@ def training_curves(run):
         ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
         ax.set_xlabel("training tokens")
         ax.set_ylabel("training NLL bound (nats / " + ("sequence)" if h is not None else "token)"))
-        ax.set_title(f"{corpus}: training curves (equal tokens)")
+        ax.set_title(f"{corpus}: training (equal tokens)", fontsize=9)
         ax.legend(fontsize=6)
     return fig
 
