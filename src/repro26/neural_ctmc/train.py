@@ -1,6 +1,7 @@
 """Data preparation and training stages: one job per (corpus, method, seed), plus the scorer.
 
-Every diffusion model is trained on the same token budget (``steps x batch_size x L``) with
+Every diffusion model is trained on the same budget (``steps x batch_size`` network rows of
+``L`` tokens, ``time_draws`` stratified times per sequence) with
 the same backbone and optimiser (AdamW, linear warm-up then cosine decay, global-norm
 clipping); each minimises its own estimate of the NLL bound in nats/token
 (:func:`losses.sequence_bound`), through ``repro26.core.train.run_loop`` with a checkpoint next
@@ -30,26 +31,12 @@ SCORER_SEED = 10_000
 
 
 def build_corpus(cfg, corpus: str) -> tuple[dict[str, np.ndarray], dict]:
-    """Arrays (``train``, ``val`` and, for the HMM, its parameters) and reference statistics."""
-    if corpus == "hmm":
-        h = cfg.hmm
-        key = jax.random.PRNGKey(h.data_seed)
-        k_m, k_x = jax.random.split(key)
-        hmm = D.make_hmm(k_m, h.vocab_size, h.hidden_states, h.transition_concentration,
-                         h.emission_concentration)
-        x = D.hmm_sample(k_x, hmm, h.n_train + h.n_val + h.entropy_samples, h.seq_len)
-        train, val = x[: h.n_train], x[h.n_train: h.n_train + h.n_val]
-        ent, ent_se = D.hmm_entropy_per_token(hmm, x[h.n_train + h.n_val:])
-        arrays = {"train": np.asarray(train), "val": np.asarray(val),
-                  **{k: np.asarray(v) for k, v in hmm.items()}}
-        vocab = h.vocab_size
-        ref = {"true_entropy_per_token": ent, "true_entropy_se": ent_se}
-    else:
-        t = cfg.text
-        stream, vocab = D.load_text_tokens(t.source, t.local_path, t.vocab_size)
-        train, val = D.split_windows(stream, t.seq_len, t.val_fraction, t.max_train, t.max_val)
-        arrays = {"train": train, "val": val}
-        ref = {"n_tokens": int(stream.size)}
+    """Arrays (``train``, ``val``) and reference statistics of the text corpus."""
+    t = cfg.text
+    stream, vocab = D.load_text_tokens(t.source, t.local_path, t.vocab_size)
+    train, val = D.split_windows(stream, t.seq_len, t.val_fraction, t.max_train, t.max_val)
+    arrays = {"train": train, "val": val}
+    ref = {"n_tokens": int(stream.size)}
     val_ent = D.unigram_entropy(jnp.asarray(arrays["val"]), vocab)
     ref.update(corpus=corpus, vocab_size=int(vocab), seq_len=int(arrays["train"].shape[1]),
                n_train=int(arrays["train"].shape[0]), n_val=int(arrays["val"].shape[0]),
@@ -59,7 +46,7 @@ def build_corpus(cfg, corpus: str) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def write_corpus(run, corpus: str) -> None:
-    """``<out>.npz`` (train/val windows, HMM parameters) and ``<out>.json`` (reference values)."""
+    """``<out>.npz`` (train/val windows) and ``<out>.json`` (reference values)."""
     arrays, ref = build_corpus(run.cfg, corpus)
     out = Path(run.out)
     io.write_npz(out, **arrays)
@@ -94,14 +81,16 @@ def init_scorer(cfg, vocab: int, seq_len: int):
                        key=jax.random.PRNGKey(SCORER_SEED))
 
 
-def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str):
-    """Train ``model`` with ``loss_fn(model, x0_batch, key)`` on random batches of ``train``."""
+def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str, rows_per_seq: int = 1):
+    """Train ``model`` with ``loss_fn(model, x0_batch, key)`` on random batches of ``train``
+    (``batch_size / rows_per_seq`` sequences, each seen ``rows_per_seq`` times per step)."""
+    n_seq = tc.batch_size // rows_per_seq
     optimizer = make_optimizer(tc)
     data = jnp.asarray(train)
 
     def batch_loss(model, data, key):
         k_idx, k_loss = jax.random.split(key)
-        x0 = data[jax.random.randint(k_idx, (tc.batch_size,), 0, data.shape[0])]
+        x0 = data[jax.random.randint(k_idx, (n_seq,), 0, data.shape[0])]
         return loss_fn(model, x0, k_loss)
 
     out = Path(run.out)
@@ -111,7 +100,7 @@ def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str):
         checkpoint_path=out.with_name(out.name + ".ckpt"), checkpoint_every=tc.checkpoint_every,
         desc=desc, progress=run.progress)
     io.save_checkpoint(out, state.model, tc.steps)
-    tokens = (np.arange(1, tc.steps + 1) * tc.batch_size * train.shape[1])
+    tokens = (np.arange(1, tc.steps + 1) * n_seq * train.shape[1])
     rows = {"step": np.arange(1, tc.steps + 1), "tokens": tokens,
             **{k: np.asarray(v).reshape(tc.steps) for k, v in history.items()}}
     io.write_table(out.with_suffix(".csv"), rows, run.meta())
@@ -123,18 +112,19 @@ def train_model(run, corpus: str, method: str, seed: int) -> None:
     arrays = load_corpus(run.input(f"{corpus}.npz"))
     vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
     model = init_denoiser(run.cfg, method, vocab, seq_len, seed)
-    eps = run.cfg.eps
+    eps, tc = run.cfg.eps, run.cfg.train
 
     def loss_fn(model, x0, key):
-        terms = losses.sequence_bound(method, model, x0, key, eps)
+        terms = losses.sequence_bound(method, model, x0, key, eps, tc.time_draws)
         means = {k: v.mean() for k, v in terms.items()}
         return means.pop("bound"), means
 
-    _fit(run, model, loss_fn, arrays["train"], run.cfg.train, seed, f"{corpus}:{method}")
+    _fit(run, model, loss_fn, arrays["train"], tc, seed, f"{corpus}:{method}", tc.time_draws)
 
 
 def train_scorer(run, corpus: str) -> None:
-    """Train the autoregressive scorer of ``corpus`` and record its validation NLL."""
+    """Train the autoregressive scorer of ``corpus``; record its validation NLL and the
+    generative perplexity / sample entropy of the trivial unigram sampler."""
     arrays = load_corpus(run.input(f"{corpus}.npz"))
     vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
     model = init_scorer(run.cfg, vocab, seq_len)
@@ -145,7 +135,14 @@ def train_scorer(run, corpus: str) -> None:
 
     model = _fit(run, model, loss_fn, arrays["train"], run.cfg.scorer_train, SCORER_SEED,
                  f"scorer:{corpus}")
-    val_nll = float(eqx.filter_jit(scorer_nll)(model, jnp.asarray(arrays["val"])).mean())
+    score = eqx.filter_jit(scorer_nll)
+    val_nll = float(score(model, jnp.asarray(arrays["val"])).mean())
+    # the trivial sampler: i.i.d. tokens from the training unigram frequencies
+    freq = np.bincount(arrays["train"].reshape(-1), minlength=vocab) / arrays["train"].size
+    unigram = jax.random.categorical(jax.random.PRNGKey(SCORER_SEED + 1), jnp.log(freq),
+                                     shape=(run.cfg.eval.n_samples, seq_len)).astype(jnp.int32)
     io.write_json(Path(run.out).with_suffix(".json"),
                   {"corpus": corpus, "val_nll_per_token": val_nll, "val_ppl": float(np.exp(val_nll)),
+                   "unigram_gen_ppl": float(np.exp(np.asarray(score(model, unigram)).mean())),
+                   "unigram_entropy": float(D.unigram_entropy(unigram, vocab).mean()),
                    "meta": run.meta()})

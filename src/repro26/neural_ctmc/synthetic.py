@@ -1,0 +1,183 @@
+"""The ``synthetic`` study: the four methods on an enumerable HMM language, judged by the exact
+output laws of their samplers (:mod:`exact`), with no sampling noise.
+
+* ``train``: one job per method, all seeds at once (``jax.vmap`` over stacked models); each
+  batch is drawn from the exact law ``p`` (infinite data), the loss is the method's own bound
+  with ``time_draws`` stratified times per sequence.
+* ``evaluate``: per method and seed, the exact ``q_N`` of every sampler that applies for every
+  ``N``, its ``KL(q_N || p)``, ``KL(p || q_N)``, ``H(q_N)``; the NLL bound ``E_p[bound]`` of the
+  trained and of the untrained model (the fair start: ``L log V`` for every method); the
+  per-draw standard deviation of the bound estimator with 1 and with ``time_draws`` times.
+* ``floors``: the same samplers run on the exact quantities of ``p`` (the floors) and the
+  trivial baselines (independent positions, uniform law), with ``H(p)``.
+
+Tables are tidy: ``(method, sampler, seed, steps, metric, value)``; per sequence, in nats.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from repro26.core import io
+from repro26.core.train import init_train_state, optax_step, run_loop
+from repro26.neural_ctmc import exact as E
+from repro26.neural_ctmc import losses
+from repro26.neural_ctmc.model import make_denoiser
+from repro26.neural_ctmc.solvers import ALL_SAMPLERS
+from repro26.neural_ctmc.train import make_optimizer
+
+
+def init_models(cfg, method: str):
+    """Stacked (leading seed axis) untrained backbones of ``method``, one per synthetic seed."""
+    sc, m = cfg.synthetic, cfg.model
+
+    def make(key):
+        return make_denoiser(method, vocab_size=sc.vocab_size, seq_len=sc.seq_len,
+                             d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads,
+                             mlp_ratio=m.mlp_ratio, key=key)
+
+    keys = jnp.stack([jax.random.PRNGKey(s) for s in sc.seeds])
+    return eqx.filter_vmap(make)(keys)
+
+
+def seed_slice(stacked, i: int):
+    return jax.tree_util.tree_map(lambda a: a[i] if eqx.is_array(a) else a, stacked)
+
+
+def train(run, method: str) -> None:
+    """Train every seed of ``method`` at once; checkpoint and per-seed training curves."""
+    cfg, sc, tc = run.cfg, run.cfg.synthetic, run.cfg.synthetic.train
+    _, p = E.synthetic_language(sc)
+    seqs, log_p = E.all_sequences(sc.vocab_size, sc.seq_len), jnp.log(p)
+    n_seq = tc.batch_size // tc.time_draws
+    optimizer = make_optimizer(tc)
+
+    def loss_fn(model, data, key):
+        k_x, k_b = jax.random.split(key)
+        x0 = data[jax.random.categorical(k_x, log_p, shape=(n_seq,))]
+        terms = losses.sequence_bound(method, model, x0, k_b, cfg.eps, tc.time_draws)
+        means = {k: v.mean() for k, v in terms.items()}
+        return means.pop("bound"), means
+
+    step = optax_step(loss_fn, optimizer)
+    n_seeds = len(sc.seeds)
+
+    def seeds_step(state, data, key):
+        return eqx.filter_vmap(step, in_axes=(eqx.if_array(0), None, 0))(state, data,
+                                                           jax.random.split(key, n_seeds))
+
+    models = init_models(cfg, method)
+    state = eqx.filter_vmap(lambda m: init_train_state(m, optimizer))(models)
+    out = Path(run.out)
+    state, history = run_loop(
+        seeds_step, state, seqs, key=jax.random.PRNGKey(1 + 97 * sum(sc.seeds)),
+        num_steps=tc.steps, chunk_size=tc.chunk_size,
+        checkpoint_path=out.with_name(out.name + ".ckpt"), checkpoint_every=tc.checkpoint_every,
+        desc=f"synthetic:{method}", progress=run.progress)
+    io.save_checkpoint(out, state.model, tc.steps)
+    loss = np.asarray(history["loss"]).reshape(tc.steps, n_seeds)
+    rows = [{"method": method, "seed": seed, "step": s + 1, "tokens":
+             (s + 1) * n_seq * sc.seq_len, "bound": float(loss[s, i]) * sc.seq_len}
+            for i, seed in enumerate(sc.seeds) for s in range(tc.steps)]
+    io.write_table(out.with_suffix(".csv"), rows, run.meta())
+
+
+@eqx.filter_jit
+def _bounds(method, model, x0, key, eps, draws):
+    return losses.sequence_bound(method, model, x0, key, eps, draws)["bound"]
+
+
+def expected_bound(method: str, model, p, seqs, key, eps: float, draws: int) -> float:
+    """``E_{x ~ p}[bound(x)]`` in nats per sequence (exact sum over all sequences, ``draws``
+    stratified times each)."""
+    per_token = _bounds(method, model, seqs, key, eps, draws)
+    return float(jnp.sum(p * per_token) * seqs.shape[1])
+
+
+def draw_sd(method: str, model, p, key, eps: float, draws: int, n_seq: int, repeats: int) -> float:
+    """Root mean (over ``n_seq`` sequences drawn from ``p``) within-sequence variance of the
+    ``draws``-time bound estimate, in nats per sequence."""
+    length = int(round(np.log(p.shape[0]) / np.log(model.vocab_size)))
+    seqs = E.all_sequences(model.vocab_size, length)
+    x0 = seqs[jax.random.categorical(key, jnp.log(p), shape=(n_seq,))]
+    est = jnp.stack([_bounds(method, model, x0, jax.random.fold_in(key, r), eps, draws)
+                     for r in range(repeats)])
+    return float(jnp.sqrt(est.var(0, ddof=1).mean()) * length)
+
+
+def evaluate(run, method: str) -> None:
+    """Exact output laws, bounds and estimator spread of every seed of ``method``."""
+    cfg, sc = run.cfg, run.cfg.synthetic
+    _, p = E.synthetic_language(sc)
+    seqs = E.all_sequences(sc.vocab_size, sc.seq_len)
+    like = init_models(cfg, method)
+    trained, _ = io.load_checkpoint(run.input(f"{method}.eqx"), like)
+    rows = []
+    for i, seed in enumerate(sc.seeds):
+        model, key = seed_slice(trained, i), jax.random.PRNGKey(7919 * (seed + 1))
+        base = {"method": method, "seed": seed}
+        cache: dict = {}
+        outputs = E.network_outputs(method, model, sc.vocab_size, sc.seq_len, cfg.eps)
+
+        def cached(t):
+            if t not in cache:
+                cache[t] = outputs(t)
+            return cache[t]
+
+        for sampler in ALL_SAMPLERS[method]:
+            for n in sc.steps:
+                q = E.output_law(method, sampler, cached, sc.vocab_size, sc.seq_len, n, cfg.eps)
+                rows += [{**base, "sampler": sampler, "steps": n, "metric": k, "value": v}
+                         for k, v in E.divergences(q, p).items()]
+        draws = sc.train.time_draws
+        rows += [
+            {**base, "sampler": "-", "steps": 0, "metric": "nll_bound",
+             "value": expected_bound(method, model, p, seqs, key, cfg.eps, sc.bound_draws)},
+            {**base, "sampler": "-", "steps": 0, "metric": "init_bound",
+             "value": expected_bound(method, seed_slice(like, i), p, seqs, key, cfg.eps,
+                                     sc.bound_draws)},
+            {**base, "sampler": "-", "steps": 0, "metric": "draw_sd_1",
+             "value": draw_sd(method, model, p, key, cfg.eps, 1, sc.sd_sequences, sc.sd_repeats)},
+            {**base, "sampler": "-", "steps": 0, "metric": f"draw_sd_{draws}",
+             "value": draw_sd(method, model, p, key, cfg.eps, draws, sc.sd_sequences,
+                              sc.sd_repeats)},
+        ]
+    io.write_table(Path(run.out), rows, run.meta())
+
+
+def floors(run) -> None:
+    """Exact-rate floors of every sampler, the trivial baselines and ``H(p)``."""
+    cfg, sc = run.cfg, run.cfg.synthetic
+    _, p = E.synthetic_language(sc)
+    v, length = sc.vocab_size, sc.seq_len
+    exact_outputs = {"uniform": E.exact_uniform_outputs(p, v, length, cfg.eps),
+                     "mask": E.exact_mask_outputs(p, v, length)}
+    rows = []
+    for sampler, noise in E.FLOORS:
+        method = "mdlm" if noise == "mask" else "gidd"
+        cache: dict = {}
+
+        def cached(t, f=exact_outputs[noise]):
+            if t not in cache:
+                cache[t] = f(t)
+            return cache[t]
+
+        for n in sc.steps:
+            q = E.output_law(method, sampler, cached, v, length, n, cfg.eps)
+            rows += [{"method": f"exact_{noise}", "sampler": sampler, "seed": 0, "steps": n,
+                      "metric": k, "value": val} for k, val in E.divergences(q, p).items()]
+    trivial = {"independent": E.independent_positions(p, v, length),
+               "uniform": jnp.full(p.shape, 1.0 / p.size)}
+    for name, q in trivial.items():
+        rows += [{"method": name, "sampler": "-", "seed": 0, "steps": 0, "metric": k,
+                  "value": val} for k, val in E.divergences(q, p).items()]
+    rows.append({"method": "data", "sampler": "-", "seed": 0, "steps": 0, "metric": "entropy",
+                 "value": E.divergences(p, p)["entropy"]})
+    rows.append({"method": "data", "sampler": "-", "seed": 0, "steps": 0, "metric": "log_states",
+                 "value": float(length * np.log(v))})
+    io.write_table(Path(run.out), rows, run.meta())

@@ -1,0 +1,169 @@
+"""The synthetic study's exact output laws against brute force / Monte Carlo, and the claims'
+decision rule on synthetic tables (held, not held, inconclusive)."""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from repro26.neural_ctmc import claims as C
+from repro26.neural_ctmc import exact as E
+from repro26.neural_ctmc import solvers
+from repro26.neural_ctmc.model import METHODS, make_denoiser
+from repro26.neural_ctmc.solvers import ALL_SAMPLERS
+
+EPS = 1e-3
+
+
+def test_synthetic_law_is_the_brute_force_hmm_marginal():
+    """p(x) of the study's language (V = 4, L = 6, 3 hidden states) by the forward algorithm
+    equals the sum over all 3^6 hidden paths, for all 4,096 sequences."""
+    sc = SimpleNamespace(data_seed=1234, vocab_size=4, hidden_states=3, seq_len=6,
+                         concentration=0.1)
+    hmm, p = E.synthetic_language(sc)
+    pi, A, B = (np.exp(np.asarray(hmm[k], np.float64)) for k in ("log_pi", "log_A", "log_B"))
+    seqs = np.asarray(E.all_sequences(4, 6))
+    brute = np.zeros(len(seqs))
+    for hs in itertools.product(range(3), repeat=6):
+        w = pi[hs[0]] * B[hs[0], seqs[:, 0]]
+        for j in range(1, 6):
+            w = w * A[hs[j - 1], hs[j]] * B[hs[j], seqs[:, j]]
+        brute += w
+    np.testing.assert_allclose(brute.sum(), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(p), brute, rtol=2e-4, atol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def toy_law():
+    return jax.random.dirichlet(jax.random.PRNGKey(0), jnp.full(9, 0.7))  # V = 3, L = 2
+
+
+@pytest.mark.parametrize("sampler,noise", E.FLOORS)
+def test_exact_rate_samplers_converge_to_the_data_law(toy_law, sampler, noise):
+    """With the true reverse rates / clean-data predictions, every sampler's exact output law
+    tends to p as N grows (its discretisation error is all that is left)."""
+    method = "mdlm" if noise == "mask" else "gidd"
+    outputs = (E.exact_mask_outputs(toy_law, 3, 2) if noise == "mask"
+               else E.exact_uniform_outputs(toy_law, 3, 2, EPS))
+    kls = [E.divergences(E.output_law(method, sampler, outputs, 3, 2, n, EPS), toy_law)["kl_qp"]
+           for n in (2, 8, 64)]
+    assert kls[0] > kls[1] > kls[2] and kls[2] < 5e-3, kls
+    for n in (2, 8):
+        q = E.output_law(method, sampler, outputs, 3, 2, n, EPS)
+        np.testing.assert_allclose(float(q.sum()), 1.0, atol=1e-5)
+
+
+def _random_denoiser(method, key):
+    """A tiny backbone with random (non-zero) output heads, so its rates are far from trivial."""
+    model = make_denoiser(method, vocab_size=3, seq_len=2, d_model=8, n_layers=1, n_heads=1,
+                          mlp_ratio=1, key=key)
+    k1, k2 = jax.random.split(key)
+    model = eqx.tree_at(lambda m: m.head.weight, model,
+                        jax.random.normal(k1, model.head.weight.shape))
+    if model.rate_head is not None:
+        model = eqx.tree_at(lambda m: m.rate_head.weight, model,
+                            jax.random.normal(k2, model.rate_head.weight.shape))
+    return model
+
+
+@pytest.mark.parametrize("method,sampler", [("neural_ctmc", "tau"), ("gidd", "ancestral"),
+                                            ("sedd", "euler"), ("mdlm", "ancestral")])
+def test_exact_law_matches_monte_carlo_of_the_same_sampler(method, sampler):
+    """The propagated law q_N of a random network equals the empirical law of
+    ``solvers.sample`` (an independent implementation of the same sampler), N = 3."""
+    model = _random_denoiser(method, jax.random.PRNGKey(5))
+    outputs = E.network_outputs(method, model, 3, 2, EPS)
+    q = np.asarray(E.output_law(method, sampler, outputs, 3, 2, 3, EPS))
+    n = 40000
+    x = np.asarray(solvers.sample(method, sampler, model, jax.random.PRNGKey(6), n, 2,
+                                  jnp.int32(3), EPS))
+    freq = np.bincount(x[:, 0] * 3 + x[:, 1], minlength=9) / n
+    tolerance = 4.5 * np.sqrt(q * (1 - q) / n) + 1e-3
+    assert np.all(np.abs(freq - q) <= tolerance), (freq, q)
+    assert q.max() < 0.9  # a non-degenerate law
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def _synthetic_table(ours_kl, theirs_kl, ours_entropy=4.0, spread=0.01, seeds=3):
+    """A synthetic.csv in which Neural CTMC's KL is ``ours_kl`` and every baseline's
+    ``theirs_kl`` at every N (per-seed jitter ``spread``); H(p) = 4."""
+    rows = []
+    rng = np.random.default_rng(0)
+    for method in METHODS:
+        for sampler in ALL_SAMPLERS[method]:
+            for seed in range(seeds):
+                for n in (2, 4, 8, 16):
+                    kl = ours_kl if method == "neural_ctmc" else theirs_kl
+                    rows += [{"method": method, "sampler": sampler, "seed": seed, "steps": n,
+                              "metric": "kl_qp", "value": kl + spread * rng.standard_normal()},
+                             {"method": method, "sampler": sampler, "seed": seed, "steps": n,
+                              "metric": "entropy", "value": ours_entropy}]
+    for sampler, noise in E.FLOORS:
+        rows += [{"method": f"exact_{noise}", "sampler": sampler, "seed": 0, "steps": n,
+                  "metric": "kl_qp", "value": 0.01} for n in (2, 4, 8, 16)]
+    rows += [{"method": "independent", "sampler": "-", "seed": 0, "steps": 0, "metric": "kl_qp",
+              "value": 0.8},
+             {"method": "data", "sampler": "-", "seed": 0, "steps": 0, "metric": "entropy",
+              "value": 4.0}]
+    return {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
+
+
+@pytest.mark.parametrize("ours,theirs,entropy,spread,expected", [
+    (0.1, 0.3, 4.0, 0.01, "held"),
+    (0.3, 0.1, 4.0, 0.01, "not held"),           # the baselines are closer to p
+    (0.1, 0.3, 5.0, 0.01, "not held"),           # closer, but with the wrong diversity
+    (0.1, 0.12, 4.0, 0.2, "inconclusive"),       # intervals overlap
+    (0.1, 0.9, 4.0, 0.01, "inconclusive"),       # the baselines lose to the trivial law
+])
+def test_synthetic_claims_verdicts(ours, theirs, entropy, spread, expected):
+    table = _synthetic_table(ours, theirs, entropy, spread)
+    few, best = C.synthetic_claims(table)
+    assert few.verdict == expected, (few.verdict, few.inconclusive_reason)
+    if expected == "inconclusive" and spread > 0.1:
+        assert few.min_detectable_effect > 0.02
+    assert best.id == "best_across_steps_exact"
+
+
+def _text_tables(ours_ppl, theirs_ppl, ours_entropy=2.8, spread=0.5, seeds=3):
+    rows = []
+    rng = np.random.default_rng(1)
+    for method in METHODS:
+        for seed in range(seeds):
+            rows.append({"corpus": "text", "method": method, "seed": seed, "metric": "elbo_nll",
+                         "sampler": "-", "steps": 0, "value": 2.0})
+            for n in (16, 32):
+                ppl = ours_ppl if method == "neural_ctmc" else theirs_ppl
+                ent = ours_entropy if method == "neural_ctmc" else 2.8
+                for metric, v in (("gen_ppl", ppl + spread * rng.standard_normal()),
+                                  ("entropy", ent)):
+                    rows.append({"corpus": "text", "method": method, "seed": seed,
+                                 "metric": metric, "sampler": solvers.SAMPLERS[method][0],
+                                 "steps": n, "value": v})
+    table = {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
+    ref = {"corpus": np.asarray(["text"] * 4),
+           "quantity": np.asarray(["scorer_val_ppl", "unigram_gen_ppl", "unigram_entropy",
+                                   "data_unigram_entropy"]),
+           "value": np.asarray([5.0, 20.0, 2.9, 2.8])}
+    return table, ref
+
+
+@pytest.mark.parametrize("ours,theirs,entropy,spread,expected", [
+    (8.0, 12.0, 2.8, 0.3, "held"),
+    (12.0, 8.0, 2.8, 0.3, "not held"),
+    (8.0, 12.0, 2.0, 0.3, "not held"),   # lower PPL by repetitive samples
+    (8.0, 8.5, 2.8, 3.0, "inconclusive"),
+])
+def test_text_claims_verdicts(ours, theirs, entropy, spread, expected):
+    table, ref = _text_tables(ours, theirs, entropy, spread)
+    gen, best = C.text_claims(table, ref)
+    assert gen.verdict == expected, (gen.verdict, gen.inconclusive_reason)
+    if expected in ("held", "not held") and entropy == 2.8:
+        assert best.verdict == expected
