@@ -103,7 +103,7 @@ def synthetic_kl_vs_steps(run):
     sequence against the number of sampling steps N, one line per method (colour) x sampler
     (line style: ancestral solid, tau-leaping dash-dot, Euler dotted), mean and 95% CI over
     seeds; grey dashed: each sampler's exact-rate floor (the sampler run on the true reverse
-    rates / posteriors of p); black dotted: the trivial independent-positions law. KL is shown as
+    rates / posteriors of p); grey dash-dotted: the trivial independent-positions law. KL is shown as
     the geometric mean over seeds with the t-interval of log KL. Right: entropy H(q_N) with the
     data's H(p) dotted (a collapsed sampler has low KL(q||p) but low entropy)."""
     table = tables.read(run.input("synthetic.csv"))
@@ -130,8 +130,8 @@ def synthetic_kl_vs_steps(run):
             ax.plot(xs, y[0], color=color, linestyle="--", marker=SAMPLER_STYLE[sampler][1],
                     markersize=3, markerfacecolor="none", label=f"floor: {noise} [{sampler}]")
         if metric == "kl_qp":
-            ax.axhline(_synthetic_value(table, "independent", "kl_qp"), color="k", linestyle=":",
-                       label="independent positions")
+            ax.axhline(_synthetic_value(table, "independent", "kl_qp"), color="0.4",
+                       linestyle="-.", label="independent positions")
             ax.set_yscale("log")
             ax.set_ylabel("KL(q_N || p)  (nats / sequence)")
             ax.set_title("exact output law vs data")
@@ -144,7 +144,11 @@ def synthetic_kl_vs_steps(run):
         steps = sorted(set(int(n) for n in xs))
         ax.set_xticks(steps, [str(n) for n in steps])
         ax.set_xlabel("sampling steps N")
-    axes[0, 1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    handles = {}
+    for ax in axes[0]:
+        handles.update(zip(*reversed(ax.get_legend_handles_labels())))
+    axes[0, 1].legend(handles.values(), handles.keys(), fontsize=6, loc="upper left",
+                      bbox_to_anchor=(1.02, 1.0))
     return fig
 
 
