@@ -235,7 +235,8 @@ def _slope_line(ax, ns, vals, color, label, extend_to=None, **kw):
         ax.plot(ns, vals, "o", color=color, ms=4, label=label)
         return
     slope, icpt = np.polyfit(np.log(ns), np.log(vals), 1)
-    ax.plot(ns, vals, "o-", color=color, ms=4, label=f"{label}: slope {slope:.2f}", **kw)
+    kw.setdefault("ls", "-")
+    ax.plot(ns, vals, marker="o", color=color, ms=4, label=f"{label}: slope {slope:.2f}", **kw)
     if extend_to is not None and extend_to > ns[-1]:
         grid = np.geomspace(ns[-1], extend_to, 20)
         ax.plot(grid, np.exp(icpt) * grid**slope, ":", color=color, lw=1)
