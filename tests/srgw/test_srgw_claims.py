@@ -63,3 +63,28 @@ def test_rate_claim_is_inconclusive_when_the_slope_ci_straddles_the_threshold():
     claim = claims.rate_claim(fits_table(srgw_exponent=-1.3, srgw_scale=0.01, spread=1.0))
     assert claim.verdict == "inconclusive" and "straddles" in claim.inconclusive_reason
     assert claim.min_detectable_effect > 0.5
+
+
+def scaling_table(slope, ari=0.99, ns=(1000, 10_000, 100_000, 1_000_000)):
+    """Seconds per iteration = 1e-7 n^slope, one sparse A @ T at 0.7 of it; POT dense rows."""
+    rows = [{"solver": "ours_sparse", "n": n, "iteration_s": 1e-7 * n**slope,
+             "matmul_s": 7e-8 * n**slope, "time_s": 1e-6 * n**slope, "iterations": 8,
+             "iteration_over_matmul": 1 / 0.7, "memory_mb": 1e-3 * n, "rss_peak_mb": 400.0,
+             "ari": ari} for n in ns]
+    rows += [{"solver": "pot_dense", "n": n, "iteration_s": np.nan, "matmul_s": np.nan,
+              "time_s": 1e-8 * n**3, "iterations": 3, "iteration_over_matmul": np.nan,
+              "memory_mb": 24 * n**2 / 2**20, "rss_peak_mb": np.nan, "ari": ari}
+             for n in (500, 1000, 2000)]
+    return {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
+
+
+@pytest.mark.parametrize(("slope", "ari", "ns", "verdict"), [
+    (1.0, 0.99, (1000, 10_000, 100_000, 1_000_000), "held"),
+    (1.6, 0.99, (1000, 10_000, 100_000, 1_000_000), "not held"),  # superlinear per iteration
+    (1.0, 0.40, (1000, 10_000, 100_000, 1_000_000), "not held"),  # fast, but blocks lost
+    (1.0, 0.99, (300, 1000, 10_000), "inconclusive"),             # one size >= 1e4: no slope
+])
+def test_scaling_claim_flips(slope, ari, ns, verdict):
+    claim = claims.scaling_claim(scaling_table(slope, ari, ns))
+    assert claim.verdict == verdict
+    assert np.isclose(claim.measured["pot_memory_slope"], 2.0)

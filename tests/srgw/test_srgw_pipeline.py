@@ -34,7 +34,7 @@ def test_smoke_end_to_end(tmp_path):
     run("evaluate", tmp_path / "tables", [*fits, tmp_path / "pot" / "seed0.csv"])
     chosen = (tmp_path / "tables" / "k_chosen.csv").read_text()
     assert "K_theory" in chosen and "absdiff" in chosen
-    tables = [tmp_path / "tables" / "fits.csv", tmp_path / "tables" / "pot.csv"]
+    tables = [tmp_path / "tables" / f"{t}.csv" for t in ("fits", "pot", "scaling")]
     for fig in ("error_vs_n", "gap_vs_n", "time_vs_n"):
         run("figure", tmp_path / "figures" / f"{fig}.png", tables, name=fig)
         assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
@@ -43,7 +43,8 @@ def test_smoke_end_to_end(tmp_path):
         [tmp_path / "real" / "real.csv", tmp_path / "real" / "real.npz"], name="real_networks")
     run("claims", tmp_path / "claims.json", tables)
     claims = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in claims["claims"]] == ["gap_rate", "minimax_rate", "pot_agreement"]
+    assert [c["id"] for c in claims["claims"]] == ["gap_rate", "minimax_rate", "pot_agreement",
+                                                   "sparse_scaling"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
     pot = claims["claims"][2]["measured"]["by_n"]
     assert all(v["objective_ratio_max"] < 1.01 for v in pot.values())
@@ -74,3 +75,22 @@ def test_unknown_graphon_is_a_config_error(tmp_path):
     bad = dataclasses.replace(cfg, graphons=("nope",))
     with pytest.raises(ConfigError, match="graphons"):
         run_stage("srgw", "data", cfg=bad, scale=scale, out=tmp_path, progress=False)
+
+
+def test_scaling_figure_from_a_synthetic_table(tmp_path):
+    """The scaling figure draws from a scaling table (rows as evaluate.scaling_rows writes
+    them): PNG, PDF and caption."""
+    from repro26.core import io
+
+    rows = [{"solver": "ours_sparse", "n": n, "degree": 25.0, "K": 4, "seed": 0,
+             "time_s": 1e-5 * n, "iteration_s": 1e-6 * n, "matmul_s": 7e-7 * n, "ari": 0.99,
+             "memory_mb": 1e-3 * n, "mem_total_gb": 16.0} for n in (1000, 10_000, 100_000)]
+    rows += [{"solver": "pot_dense", "n": n, "degree": 25.0, "K": 4, "seed": 0,
+              "time_s": 1e-8 * n**3, "ari": 0.99, "memory_mb": 24 * n**2 / 2**20,
+              "mem_total_gb": 16.0} for n in (250, 500, 1000)]
+    table = tmp_path / "tables" / "scaling.csv"
+    io.write_table(table, rows, {})
+    run_stage("srgw", "figure", name="scaling", config=ROOT / "config" / "config.yaml",
+              scale="smoke", out=tmp_path / "scaling.png", inputs=[table], progress=False)
+    assert (tmp_path / "scaling.pdf").is_file()
+    assert (tmp_path / "scaling.rst").read_text().startswith("Sparse scaling")

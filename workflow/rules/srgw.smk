@@ -1,6 +1,6 @@
 # srgw (issue 4): graphon and SBM estimation by semi-relaxed Gromov-Wasserstein.
-# data -> fit (family x n, all seeds per job) + pot (seed) + real -> evaluate; figures, claims and
-# the `srgw` target come from workflow/rules/protocol.smk.
+# data -> fit (family x n, all seeds per job) + pot (seed) + scaling (n x solver) + real -> evaluate;
+# figures, claims and the `srgw` target come from workflow/rules/protocol.smk.
 SRGW = "srgw"
 SRGW_CFG = method_config(SRGW)
 SRGW_FAMILIES = list(SRGW_CFG["sbms"]) + list(SRGW_CFG["graphons"])
@@ -10,6 +10,11 @@ SRGW_FITS = [
     for n in SRGW_CFG["sbm_ns" if fam in SRGW_CFG["sbms"] else "graphon_ns"]
 ]
 SRGW_POT_SEEDS = SRGW_CFG.get("pot_seeds", [0]) if SRGW_CFG.get("pot_ns") else []
+SRGW_SCALING = [
+    out(SRGW, "scaling", f"{solver}_n{n}.csv")
+    for solver, key in (("ours", "scaling_ns"), ("pot", "scaling_pot_ns"))
+    for n in SRGW_CFG.get(key, [])
+]
 
 
 rule srgw_data:
@@ -77,6 +82,28 @@ rule srgw_pot:
         stage(SRGW, "pot", "--seed {wildcards.seed} --out {output}")
 
 
+rule srgw_scaling:
+    """Sparse scaling study at one n: srGW on a BCOO SBM (ours) or POT on its dense matrix."""
+    input:
+        cfg=out(SRGW, "config.json"),
+    output:
+        out(SRGW, "scaling", "{solver}_n{n}.csv"),
+    log:
+        log_path(SRGW, "scaling_{solver}_n{n}"),
+    benchmark:
+        bench_path(SRGW, "scaling_{solver}_n{n}")
+    wildcard_constraints:
+        solver="ours|pot",
+        n=r"\d+",
+    threads: THREADS
+    resources:
+        **train_resources(mem_mb_small=4000),
+    conda:
+        ENV
+    shell:
+        stage(SRGW, "scaling", "--variant n={wildcards.n},solver={wildcards.solver} --out {output}")
+
+
 rule srgw_real:
     """srGW block models of karate, les miserables, florentine families and Davis."""
     input:
@@ -97,14 +124,16 @@ rule srgw_real:
 
 
 rule srgw_evaluate:
-    """Gather the per-job tables into fits.csv and pot.csv."""
+    """Gather the per-job tables into fits.csv, pot.csv and scaling.csv."""
     input:
         cfg=out(SRGW, "config.json"),
         fits=SRGW_FITS,
         pots=expand(out(SRGW, "pot", "seed{seed}.csv"), seed=SRGW_POT_SEEDS),
+        scaling=SRGW_SCALING,
     output:
         fits=out(SRGW, "tables", "fits.csv"),
         pot=out(SRGW, "tables", "pot.csv"),
+        scaling=out(SRGW, "tables", "scaling.csv"),
         k=out(SRGW, "tables", "k_chosen.csv"),
     params:
         dest=lambda w, output: str(Path(output.fits).parent),
@@ -116,5 +145,6 @@ rule srgw_evaluate:
     conda:
         ENV
     shell:
-        stage(SRGW, "evaluate", "--out {params.dest} --input {input.fits} {input.pots}")
+        stage(SRGW, "evaluate",
+              "--out {params.dest} --input {input.fits} {input.pots} {input.scaling}")
 

@@ -1,6 +1,7 @@
 """Stages of ``repro26 srgw <stage>`` and the method's typed config.
 
-data -> fit (one job per family and n, all seeds) + pot (one job per seed) + real -> evaluate;
+data -> fit (one job per family and n, all seeds) + pot (one job per seed) + scaling (one job
+per n and solver) + real -> evaluate;
 the figures (``figures.FIGURES``) and claims (``claims.CLAIMS``) stages come from core.
 """
 
@@ -49,6 +50,17 @@ class Config:
     pot_seeds: tuple[int, ...] = (0,)
     real_networks: dict[str, int] = dataclasses.field(
         default_factory=lambda: {"karate": 2, "lesmis": 6, "florentine": 3, "davis": 2})
+    # sparse scaling study (evaluate.scaling_rows): balanced SBMs with p_in = ratio * p_out at
+    # each mean degree and K, sampled and solved sparse (BCOO); POT dense at scaling_pot_ns
+    scaling_ns: tuple[int, ...] = ()
+    scaling_pot_ns: tuple[int, ...] = ()
+    scaling_degrees: tuple[float, ...] = (25.0,)
+    scaling_ks: tuple[int, ...] = (4,)
+    scaling_seeds: tuple[int, ...] = (0,)
+    scaling_ratio: float = 5.0
+    scaling_power_iters: int = 12
+    scaling_kmeans_restarts: int = 1
+    scaling_iters: int = 10
 
 
 def _check(cfg: Config) -> None:
@@ -66,6 +78,10 @@ def _check(cfg: Config) -> None:
     if not cfg.k_grid or any(m <= 0 for m in cfg.k_grid):
         raise ConfigError(f"srgw.k_grid: positive multipliers of the theory K, got "
                           f"{list(cfg.k_grid)}")
+    if any(n < 100 for n in (*cfg.scaling_ns, *cfg.scaling_pot_ns)):
+        raise ConfigError("srgw.scaling_ns, scaling_pot_ns: every n must be at least 100")
+    if any(K < 2 for K in cfg.scaling_ks) or any(d <= 0 for d in cfg.scaling_degrees):
+        raise ConfigError("srgw.scaling_ks: at least 2 blocks; scaling_degrees: positive")
     for fam, s in cfg.sbms.items():
         if not (0 <= s.p_in <= 1 and 0 <= s.p_out <= 1) or len(s.sizes) < 2:
             raise ConfigError(f"srgw.sbms.{fam}: p_in, p_out in [0, 1] and at least 2 sizes")
@@ -127,6 +143,24 @@ def pot_stage(run: Run) -> None:
     io.write_table(run.out, rows, run.meta())
 
 
+@stage({"n": int, "solver": str})
+def scaling_stage(run: Run) -> None:
+    """Sparse scaling study at one n: srGW on BCOO (``solver=ours``) or POT dense
+    (``solver=pot``), every seed, mean degree and K of the config."""
+    from repro26.srgw import evaluate
+
+    _check(run.cfg)
+    n, solver = run.variant["n"], run.variant["solver"]
+    grids = {"ours": run.cfg.scaling_ns, "pot": run.cfg.scaling_pot_ns}
+    if solver not in grids:
+        raise UsageError(f"--variant solver: '{solver}' is unknown; allowed: ours, pot")
+    if n not in grids[solver]:
+        raise UsageError(f"--variant n: {n} is not on the {solver} scaling grid; allowed: "
+                         f"{', '.join(map(str, grids[solver])) or 'none'}")
+    rows = evaluate.scaling_rows(run.cfg, n, solver, progress=run.progress)
+    io.write_table(run.out, rows, run.meta())
+
+
 @stage()
 def real_stage(run: Run) -> None:
     """srGW block models of the networkx graphs: table + arrays (adjacency, labels, C)."""
@@ -140,20 +174,22 @@ def real_stage(run: Run) -> None:
 
 @stage()
 def evaluate_stage(run: Run) -> None:
-    """Concatenate the per-job tables into ``fits.csv`` and ``pot.csv`` (in ``--out``), and
+    """Concatenate the per-job tables into ``fits.csv``, ``pot.csv`` and ``scaling.csv`` (in
+    ``--out``), and
     summarise the K used per (family, n) in ``k_chosen.csv``."""
     from repro26.srgw import evaluate
 
-    fits, pots = [], []
+    fits, pots, scaling = [], [], []
     for path in run.inputs:
         table = io.read_table(path)
         rows = [dict(zip(table, vals)) for vals in zip(*table.values())]
-        (pots if path.parent.name == "pot" else fits).extend(rows)
+        {"pot": pots, "scaling": scaling}.get(path.parent.name, fits).extend(rows)
     if not fits:
         raise UsageError("--input: the evaluate stage needs the fit tables")
     out = Path(run.out)
     io.write_table(out / "fits.csv", fits, run.meta())
     io.write_table(out / "pot.csv", pots, run.meta())
+    io.write_table(out / "scaling.csv", scaling, run.meta())
     io.write_table(out / "k_chosen.csv", evaluate.k_choice_rows(fits), run.meta())
 
 
@@ -161,6 +197,7 @@ STAGES = {
     "data": data_stage,
     "fit": fit_stage,
     "pot": pot_stage,
+    "scaling": scaling_stage,
     "real": real_stage,
     "evaluate": evaluate_stage,
 }

@@ -174,11 +174,15 @@ class Compiled:
     def __init__(self):
         self._cache: dict[str, Any] = {}
 
+    def compile(self, name: str, fn: Callable, *args) -> None:
+        """Compile ``fn`` for ``args`` under ``name`` (no-op when already compiled)."""
+        if name not in self._cache:
+            self._cache[name] = jax.jit(fn).lower(*args).compile()
+
     def __call__(self, name: str, fn: Callable, *args) -> tuple[Any, float]:
         """``(fn(*args), seconds)``; ``fn`` is compiled for ``args`` the first time ``name`` is
         seen."""
-        if name not in self._cache:
-            self._cache[name] = jax.jit(fn).lower(*args).compile()
+        self.compile(name, fn, *args)
         start = time.perf_counter()
         out = jax.block_until_ready(self._cache[name](*args))
         return out, time.perf_counter() - start
@@ -452,3 +456,151 @@ def slope_summary(ns, values_by_seed) -> dict:
     finite = [s for s in slopes if np.isfinite(s)]
     out = summary(finite) if finite else {"mean": float("nan"), "ci95": [float("nan")] * 2, "n": 0}
     return {**out, "per_seed": slopes}
+
+
+# ----------------------------------------------------------------------------- sparse scaling
+
+
+def rss_mb() -> tuple[float, float]:
+    """``(current, peak)`` resident set size of this process in MB (``VmRSS`` and ``VmHWM`` of
+    /proc/self/status; NaN where it cannot be read)."""
+    values = {"VmRSS:": float("nan"), "VmHWM:": float("nan")}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key = line.split(maxsplit=1)[0] if line.strip() else ""
+                if key in values:
+                    values[key] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return values["VmRSS:"], values["VmHWM:"]
+
+
+def reset_peak_rss() -> None:
+    """Reset the peak RSS (``VmHWM``) to the current RSS (Linux >= 4.0: ``5`` to clear_refs), so
+    that a later peak excludes e.g. the compiler's transient memory."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def mem_total_gb() -> float:
+    """``MemTotal`` of /proc/meminfo in GiB (NaN where it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
+def sparse_sbm_spec(n: int, degree: float, K: int, ratio: float) -> data.SBMSpec:
+    r"""Balanced K-block SBM with mean degree ``degree`` and :math:`p_{in} = \mathrm{ratio}\,
+    p_{out}`: :math:`\mathrm{degree} \approx (n/K)(p_{in} + (K-1) p_{out})`."""
+    p_out = degree * K / (n * (ratio + K - 1))
+    return data.SBMSpec(min(1.0, ratio * p_out), p_out, (1.0,) * K)
+
+
+def scaling_ours(cfg, n: int, degree: float, K: int, seed: int, iters: int) -> dict:
+    """srGW end to end on a sparse (BCOO) SBM of n nodes: O(edges) sampling, spectral init by
+    subspace iteration on the sparse matrix, the solve to tolerance, rounding — no n x n array.
+
+    Also times ``iters`` Frank–Wolfe + block updates from a perturbed coupling (the cost of one
+    iteration, whatever the solve's iteration count) and one product ``A @ T`` (the floor of an
+    iteration: each iteration needs one), both as the mean over a loop of ``iters`` (a single
+    jitted product would also time the per-call setup of the BCOO indices, which the loop
+    hoists). Memory: peak RSS of the process and RSS before the graph is sampled (``rss_base_mb``: the interpreter and JAX); the peak is reset after
+    compilation, so it excludes the compiler's transient memory (its retained heap stays in)."""
+    key = graph_key(seed, f"sparse_sbm_K{K}_d{degree:g}", n)
+    k_graph, k_fit, k_pert = jax.random.split(key, 3)
+    spec = sparse_sbm_spec(n, degree, K, cfg.scaling_ratio)
+    rss_base, _ = rss_mb()
+    start = time.perf_counter()
+    A, z = data.sample_sbm_sparse(k_graph, n, spec)
+    jax.block_until_ready(A.indices)
+    t_sample = time.perf_counter() - start
+    est = model.SrgwEstimator(K, 0, cfg.max_iter, tolerance(cfg), cfg.scaling_power_iters,
+                              cfg.scaling_kmeans_restarts)
+    T0 = jax.nn.one_hot(jnp.arange(n) % K, K, dtype=jnp.float32)
+    T0 = (0.5 * T0 + 0.5 * jax.random.dirichlet(k_pert, jnp.ones(K), (n,))) / n
+
+    def fixed_iterations(A, T0):
+        C0 = solvers.block_update(T0, A @ T0)
+        fAr = solvers.elementwise(solvers.SQUARE_LOSS.f1.func, A) @ T0.sum(1)
+
+        def body(_, state):
+            T, AT, C = state
+            T, AT, _, _ = solvers.fw_step(A, T, AT, C, fAr)
+            return T, AT, solvers.block_update(T, AT)
+
+        return jax.lax.fori_loop(0, iters, body, (T0, A @ T0, C0))[0]
+
+    def chained_products(A, T0):  # each product depends on the last: nothing is hoisted
+        return jax.lax.fori_loop(0, iters, lambda _, X: (A @ X) / degree, T0)
+
+    run = Compiled()
+    for name, fn, args in (("fit", est.fit_blocks, (A, k_fit)), ("iters", fixed_iterations, (A, T0)),
+                           ("matmul", chained_products, (A, T0))):
+        run.compile(name, fn, *args)
+    reset_peak_rss()
+    fit, t_fit = run("fit", est.fit_blocks, A, k_fit)
+    _, t_iters = run("iters", fixed_iterations, A, T0)
+    matmul = min(run("matmul", chained_products, A, T0)[1] for _ in range(2)) / iters
+    _, rss_peak = rss_mb()
+    it_s = t_iters / iters
+    return {"solver": "ours_sparse", "n": n, "degree": degree, "K": K, "seed": seed,
+            "nnz": int(A.nse), "sample_s": t_sample, "time_s": t_fit,
+            "iterations": int(fit.result.n_iter), "iteration_s": it_s,
+            "matmul_s": matmul, "iteration_over_matmul": it_s / matmul,
+            "ari": adjusted_rand_index(z, np.asarray(fit.z)),
+            "objective": float(fit.result.objective), "gap": float(fit.gap.gap),
+            "rss_base_mb": rss_base, "rss_peak_mb": rss_peak,
+            "memory_mb": rss_peak - rss_base, "mem_total_gb": mem_total_gb()}
+
+
+def scaling_pot(cfg, n: int, degree: float, K: int, seed: int) -> dict:
+    """POT's srGW (the block-coordinate loop of :func:`pot_block_model`, float64, dense) on the
+    same graph as :func:`scaling_ours`, from our spectral labels (init time not counted); its
+    memory is tracemalloc's peak over the solve (numpy reports its buffers to tracemalloc), plus
+    the dense adjacency itself."""
+    import tracemalloc
+
+    key = graph_key(seed, f"sparse_sbm_K{K}_d{degree:g}", n)
+    k_graph, k_fit, _ = jax.random.split(key, 3)
+    A, z = data.sample_sbm_sparse(k_graph, n, sparse_sbm_spec(n, degree, K, cfg.scaling_ratio))
+    z0 = jax.jit(lambda A, k: model.spectral_labels(
+        A, K, jax.random.split(k)[0], cfg.scaling_power_iters, cfg.scaling_kmeans_restarts))(A, k_fit)
+    tracemalloc.start()
+    A64 = np.asarray(A.todense(), np.float64)
+    T0 = np.asarray(jax.nn.one_hot(z0, K), np.float64) / n
+    start = time.perf_counter()
+    T, _, obj, outer = pot_block_model(A64, T0, tolerance(cfg), cfg.max_iter)
+    elapsed = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"solver": "pot_dense", "n": n, "degree": degree, "K": K, "seed": seed,
+            "nnz": int(A.nse), "time_s": elapsed, "iterations": outer,
+            "ari": adjusted_rand_index(z, T.argmax(1)), "objective": obj,
+            "memory_mb": peak / 2**20, "mem_total_gb": mem_total_gb()}
+
+
+def scaling_rows(cfg, n: int, solver: str, progress: bool = False) -> list[dict]:
+    """Every (seed, mean degree, K) of the scaling study at one n for one solver."""
+    rows = []
+    for seed in cfg.scaling_seeds:
+        for degree in cfg.scaling_degrees:
+            for K in cfg.scaling_ks:
+                if solver == "ours":
+                    row = scaling_ours(cfg, n, degree, K, seed, cfg.scaling_iters)
+                else:
+                    row = scaling_pot(cfg, n, degree, K, seed)
+                rows.append(row)
+                if progress:
+                    print(f"srgw scaling {solver} n={n} d={degree:g} K={K} seed {seed}: "
+                          f"{row['time_s']:.2f}s ({row['iterations']} it), ari {row['ari']:.3f}, "
+                          f"{row['memory_mb']:.0f} MB", flush=True)
+    return rows

@@ -64,16 +64,17 @@ def orthonormalize(Y: Float[Array, "n l"]) -> Float[Array, "n l"]:
 
 
 def top_eigenpairs(
-    A: solvers.Adjacency, k: int, key: PRNGKeyArray,
+    A: solvers.Adjacency, k: int, key: PRNGKeyArray, power_iters: int = _POWER_ITERS,
+    oversample: int = _OVERSAMPLE,
 ) -> tuple[Float[Array, " k"], Float[Array, "n k"]]:
     """The ``k`` eigenpairs of symmetric ``A`` of largest |eigenvalue|, eigenvalues signed.
 
     Small graphs: ``jnp.linalg.eigh``. Large ones: randomized subspace iteration (Halko,
     Martinsson & Tropp 2011, Alg. 4.4 with the Rayleigh–Ritz step of their Alg. 5.3): with
-    :math:`\ell = k + 10` Gaussian columns, ``_POWER_ITERS`` rounds of
+    :math:`\ell = k +` ``oversample`` Gaussian columns, ``power_iters`` rounds of
     :math:`Q \leftarrow \mathrm{qr}(AQ)` converge to the top-:math:`|\lambda|` invariant
     subspace, then the eigenpairs of :math:`Q^\top A Q` (:math:`\ell\times\ell`) give the Ritz
-    pairs. The cost is ``_POWER_ITERS + 2`` products ``A @ X`` with thin n x l matrices (so a
+    pairs. The cost is ``power_iters + 2`` products ``A @ X`` with thin n x l matrices (so a
     BCOO ``A`` works) instead of the :math:`O(n^3)` full decomposition; ``usvt_k_max`` and K bound
     the rank that is ever needed. Hand-written because JAX's LOBPCG needs many more products
     for the same accuracy on these spectra and scipy's ``eigsh`` would leave the device.
@@ -84,20 +85,23 @@ def top_eigenpairs(
         lam, V = jnp.linalg.eigh(dense)
         idx = jnp.argsort(-jnp.abs(lam))[:k]
         return lam[idx], V[:, idx]
-    ell = min(k + _OVERSAMPLE, n)
+    ell = min(k + oversample, n)
     Q = orthonormalize(A @ jax.random.normal(key, (n, ell), jnp.float32))
-    Q = jax.lax.fori_loop(0, _POWER_ITERS, lambda _, Q: orthonormalize(A @ Q), Q)
+    Q = jax.lax.fori_loop(0, power_iters, lambda _, Q: orthonormalize(A @ Q), Q)
     lam, U = jnp.linalg.eigh(Q.T @ (A @ Q))
     idx = jnp.argsort(-jnp.abs(lam))[:k]
     return lam[idx], Q @ U[:, idx]
 
 
-def spectral_labels(A: solvers.Adjacency, K: int, key: PRNGKeyArray) -> Int[Array, " n"]:
-    """Spectral clustering: k-means (k-means++, ``_KMEANS_RESTARTS`` restarts) on rows of
-    :math:`V|\\Lambda|`."""
+def spectral_labels(
+    A: solvers.Adjacency, K: int, key: PRNGKeyArray, power_iters: int = _POWER_ITERS,
+    restarts: int = _KMEANS_RESTARTS,
+) -> Int[Array, " n"]:
+    """Spectral clustering: k-means (k-means++, ``restarts`` restarts) on rows of
+    :math:`V|\\Lambda|` (top-K eigenpairs by ``power_iters`` rounds of subspace iteration)."""
     k_eig, k_km = jax.random.split(key)
-    lam, V = top_eigenpairs(A, K, k_eig)
-    return k_means(V * jnp.abs(lam)[None, :], K, rng=k_km, n_init=_KMEANS_RESTARTS).assignment
+    lam, V = top_eigenpairs(A, K, k_eig, power_iters)
+    return k_means(V * jnp.abs(lam)[None, :], K, rng=k_km, n_init=restarts).assignment
 
 
 def block_fit(A: solvers.Adjacency, z: Int[Array, " n"], K: int) -> Estimate:
@@ -115,19 +119,36 @@ def equal_bins(order: Int[Array, " n"], K: int) -> Int[Array, " n"]:
     return (rank * K) // n
 
 
+class BlockFit(eqx.Module):
+    """A block model without its n x n matrix: labels ``z``, block matrix ``C`` (the rounded
+    coupling's closed-form update), the relaxed solve and the rounding gap."""
+
+    z: Int[Array, " n"]
+    C: Float[Array, "K K"]
+    result: solvers.SrgwResult
+    gap: solvers.RoundingGap
+
+
 class SrgwEstimator(eqx.Module):
-    """The srGW block model: best of one spectral and ``n_random`` random initial couplings."""
+    """The srGW block model: best of one spectral and ``n_random`` random initial couplings.
+
+    :meth:`fit_blocks` touches ``A`` only through products with n x K (or n x (K + 10))
+    matrices, so on a BCOO ``A`` it runs in O(nnz + nK) memory; ``__call__`` adds the n x n
+    :math:`\\hat P` for the dense experiments."""
 
     K: int = eqx.field(static=True)
     n_random: int = eqx.field(static=True, default=2)
     max_iter: int = eqx.field(static=True, default=500)
     tol: float = eqx.field(static=True, default=1e-5)
+    power_iters: int = eqx.field(static=True, default=_POWER_ITERS)
+    kmeans_restarts: int = eqx.field(static=True, default=_KMEANS_RESTARTS)
 
     def initial_couplings(self, A: solvers.Adjacency, key: PRNGKeyArray) -> Float[Array, "I n K"]:
         """Spectral-clustering assignment plus ``n_random`` Dirichlet(1) rows, each row summing
         to 1/n."""
         k_spec, k_rand = jax.random.split(key)
-        return self.couplings_from_labels(spectral_labels(A, self.K, k_spec), k_rand)
+        z = spectral_labels(A, self.K, k_spec, self.power_iters, self.kmeans_restarts)
+        return self.couplings_from_labels(z, k_rand)
 
     def couplings_from_labels(self, z: Int[Array, " n"], key: PRNGKeyArray) -> Float[Array, "I n K"]:
         """The assignment ``z`` as a coupling, followed by ``n_random`` Dirichlet(1) couplings."""
@@ -140,10 +161,16 @@ class SrgwEstimator(eqx.Module):
         """``(best, all)`` results of the block-coordinate conditional gradient."""
         return solvers.solve_multi(A, T0s, self.max_iter, self.tol)
 
-    def __call__(self, A: solvers.Adjacency, key: PRNGKeyArray) -> Estimate:
+    def fit_blocks(self, A: solvers.Adjacency, key: PRNGKeyArray) -> BlockFit:
+        """Initialise, solve, round: labels, block matrix and rounding gap, no n x n array."""
         best, _ = self.solve(A, self.initial_couplings(A, key))
         z = solvers.labels(best.T)
-        return block_fit(A, z, self.K)
+        Tz = jax.nn.one_hot(z, self.K, dtype=jnp.float32) / z.shape[0]
+        return BlockFit(z, solvers.block_update(Tz, A @ Tz), best, solvers.rounding_gap(A, best.T))
+
+    def __call__(self, A: solvers.Adjacency, key: PRNGKeyArray) -> Estimate:
+        fit = self.fit_blocks(A, key)
+        return Estimate(solvers.step_matrix(fit.C, fit.z), fit.z, fit.C)
 
 
 class USVT(eqx.Module):
