@@ -55,11 +55,10 @@ def evaluate_model(run, corpus: str, method: str, seed: int) -> None:
     arrays = load_corpus(run.input(f"{corpus}.npz"))
     vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
     like = init_denoiser(cfg, method, vocab, seq_len, seed)
-    model, _ = io.load_checkpoint(run.input(f"seed{seed}.eqx"), like)
+    model = io.load_model(run.input(f"seed{seed}.eqx"), like)
     scorer = None
     if corpus == "text":
-        scorer, _ = io.load_checkpoint(run.input(f"scorer/{corpus}.eqx"),
-                                       init_scorer(cfg, vocab, seq_len))
+        scorer = io.load_model(run.input(f"scorer/{corpus}.eqx"), init_scorer(cfg, vocab, seq_len))
         score = eqx.filter_jit(scorer_nll)
 
     key = jax.random.PRNGKey(10_007 * (seed + 1))

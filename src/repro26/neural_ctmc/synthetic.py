@@ -116,7 +116,7 @@ def evaluate(run, method: str) -> None:
     _, p = E.synthetic_language(sc)
     seqs = E.all_sequences(sc.vocab_size, sc.seq_len)
     like = init_models(cfg, method)
-    trained, _ = io.load_checkpoint(run.input(f"{method}.eqx"), like)
+    trained = io.load_model(run.input(f"{method}.eqx"), like)
     rows = []
     for i, seed in enumerate(sc.seeds):
         model, key = seed_slice(trained, i), jax.random.PRNGKey(7919 * (seed + 1))
