@@ -40,6 +40,7 @@ rule all:
 
 localrules:
     method_config,
+    stage_config,
 
 
 rule method_config:
@@ -61,6 +62,22 @@ rule method_config:
         "environment.yml"
     shell:
         "printf '%s\\n' {params.resolved:q} > {output} 2> {log}"
+
+
+rule stage_config:
+    """The config one stage's jobs read. Its only parameter is the hash of the fields the stage
+    reads (``@stage(reads=...)``; all fields when it declares none), so it reruns, and with it
+    the stage's jobs, exactly when one of those fields changes. Other fields in the file may be
+    older; the stage cannot read them (repro26.core.config.DeclaredConfig)."""
+    output:
+        f"{RESULTS}/{{method}}/config/{{stage}}.json",
+    params:
+        config_slice=lambda w: stage_slice(w.method, w.stage),
+    wildcard_constraints:
+        method="|".join(BUILT_METHODS) or "NO_METHOD_BUILT",
+        stage=r"[a-z0-9_]+",
+    run:
+        write_stage_config(output[0], wildcards.method, wildcards.stage)
 
 
 rule report:

@@ -11,8 +11,11 @@ from repro26.core import cli
 from repro26.core.method import Stage
 from repro26.core.config import (
     ConfigError,
+    DeclaredConfig,
+    UndeclaredConfigRead,
     UsageError,
     config_hash,
+    config_slice,
     deep_merge,
     parse_config,
     resolve_section,
@@ -41,6 +44,41 @@ SECTION = {
     "small": {"steps": 100, "seeds": [0, 1, 2], "inner": {"rate": 0.2}},
     "paper": {"steps": 10000, "seeds": list(range(10)), "kernel": "matern32"},
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class Derived(Config):
+    @property
+    def total(self) -> int:
+        return self.steps * len(self.seeds)
+
+    def scaled_lr(self, factor: float) -> float:
+        return self.lr * factor
+
+
+def test_declared_config_serves_declared_fields_and_what_they_derive():
+    cfg = Derived(steps=10, seeds=(0, 1), kernel="rbf", lr=0.5)
+    view = DeclaredConfig(cfg, ("steps", "seeds"), "m stage 'train'")
+    assert view.steps == 10 and view.seeds == (0, 1) and view.total == 20
+    with pytest.raises(UndeclaredConfigRead, match="m stage 'train' reads config field 'lr'"):
+        view.lr
+    with pytest.raises(UndeclaredConfigRead, match="'lr'"):
+        view.scaled_lr(2.0)  # a method reading an undeclared field is caught too
+    assert DeclaredConfig(cfg, ("lr",), "m").scaled_lr(2.0) == 1.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.steps = 3
+    with pytest.raises(TypeError, match="'stepz', which is not a field of Derived"):
+        DeclaredConfig(cfg, ("stepz",), "m")
+
+
+def test_config_slice_hash_moves_only_with_the_fields_read():
+    cfg = Derived(steps=10, seeds=(0, 1), kernel="rbf", lr=0.5)
+    reads = ("steps", "inner")
+    assert config_slice(cfg, reads) == {"inner": {"rate": 0.5, "name": "x"}, "steps": 10}
+    assert config_slice(cfg, None) == dataclasses.asdict(cfg)
+    before = config_hash(config_slice(cfg, reads))
+    assert config_hash(config_slice(dataclasses.replace(cfg, lr=0.1), reads)) == before
+    assert config_hash(config_slice(dataclasses.replace(cfg, steps=11), reads)) != before
 
 
 def test_deep_merge_overrides_leaves_and_keeps_siblings():
@@ -115,6 +153,23 @@ def test_cli_runs_a_stage_with_the_typed_config(fake_method, tmp_path):
     (run,) = calls
     assert run.cfg.steps == 10 and run.seed == 3 and run.scale == "smoke"
     assert run.meta()["config_hash"] == run.cfg_hash
+
+
+def test_a_stage_declaring_reads_sees_only_its_slice(fake_method, tmp_path, monkeypatch):
+    calls, config = fake_method
+    sliced = Stage(calls.append, reads=("steps", "seeds"))
+    monkeypatch.setattr(cli, "load_method", lambda name: SimpleNamespace(
+        Config=Config, STAGES={"train": sliced}))
+    assert cli.main(["fake", "train", "--config", str(config), "--scale", "smoke"]) == 0
+    (run,) = calls
+    assert run.cfg.steps == 10
+    assert run.cfg_hash == config_hash({"seeds": [0], "steps": 10})  # the checkpoint identity too
+    with pytest.raises(UndeclaredConfigRead):
+        run.cfg.kernel
+    calls.clear()
+    planned = ["fake", "train", "--config", str(config), "--scale", "smoke", "--config-slice"]
+    assert cli.main([*planned, run.cfg_hash]) == 0 and calls
+    assert cli.main([*planned, "0123456789ab"]) == 2  # config.json changed after planning
 
 
 @pytest.mark.parametrize(

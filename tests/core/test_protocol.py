@@ -172,6 +172,9 @@ def test_method_declares_stages_figures_and_claims(method):
     figures = method_figures(method)
     assert figures and all(f.caption != f.name for f in figures.values()), "every figure has a caption"
     assert method_claims(method).build is not None
+    fields = {f.name for f in dataclasses.fields(module.Config)}
+    for name, st in module.STAGES.items():
+        assert st.reads is None or set(st.reads) <= fields, f"{method} {name}: reads a non-field"
 
 
 @pytest.mark.parametrize("method", implemented_methods())

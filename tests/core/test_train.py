@@ -113,6 +113,22 @@ def _same_params(a, b) -> bool:
         jax.tree.leaves(eqx.filter(a, eqx.is_array)), jax.tree.leaves(eqx.filter(b, eqx.is_array))))
 
 
+def test_a_killed_job_resumes_past_the_provenance_of_its_files(tmp_path, uninterrupted, capsys):
+    """Inside a job every array file records its provenance (io.write_npz), the metric history
+    too; resuming reads the history without it."""
+    from repro26.core import jobs
+
+    ckpt = tmp_path / "run.ckpt"
+    with pytest.raises(RuntimeError), jobs.job("A", {"stage": "train"}):
+        train(150, ckpt)
+        raise RuntimeError("killed")
+    with jobs.job("A", {"stage": "train"}):
+        state, history = train(300, ckpt)
+    assert "starts over" not in capsys.readouterr().err
+    assert _same_params(state, uninterrupted[0])
+    np.testing.assert_array_equal(history["loss"], uninterrupted[1]["loss"])
+
+
 def test_checkpoint_of_another_job_is_not_resumed(tmp_path, uninterrupted, capsys):
     """The stale-checkpoint fault: a finished checkpoint from a run with another config must not
     make a rerun skip training."""

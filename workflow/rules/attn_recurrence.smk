@@ -24,7 +24,7 @@ AR_SURVEYS = [
 rule attn_recurrence_data:
     """Training and test pools of every target and MQAR size K, per seed."""
     input:
-        cfg=out(AR, "config.json"),
+        cfg=config_path(AR, "data"),
     output:
         out(AR, "data", "pools.npz"),
     params:
@@ -44,7 +44,7 @@ rule attn_recurrence_fit:
     """One surrogate kind distilled into one target head, every seed and state in one program;
     bounds and same-state baselines on the held-out sequences."""
     input:
-        cfg=out(AR, "config.json"),
+        cfg=config_path(AR, "fit"),
         pools=out(AR, "data", "pools.npz"),
     output:
         out(AR, "runs", "fit", "{surrogate}_{target}.csv"),
@@ -69,7 +69,7 @@ rule attn_recurrence_scaling:
     """MQAR with K pairs and d_v-dimensional values: a diagonal recurrence trained at every
     shared state of the grid (seeds vmapped) against the bound on P (x) I."""
     input:
-        cfg=out(AR, "config.json"),
+        cfg=config_path(AR, "scaling"),
         pools=out(AR, "data", "pools.npz"),
     output:
         out(AR, "runs", "scaling", "K{pairs}_d{value_dim}.csv"),
@@ -94,7 +94,7 @@ rule attn_recurrence_lm:
     """One GPT-2-shaped transformer (char LM on the KJV text, or MQAR) and one seed; weights
     written in GPT-2 layout."""
     input:
-        cfg=out(AR, "config.json"),
+        cfg=config_path(AR, "lm"),
     output:
         trained=out(AR, "runs", "lm", "{model}_seed{seed}", "trained.npz"),
         init=out(AR, "runs", "lm", "{model}_seed{seed}", "init.npz"),
@@ -123,7 +123,7 @@ rule attn_recurrence_survey:
     """Every head of one trained transformer (and of its initialisation), loaded through the
     GPT-2 loader: semiseparable bounds per state."""
     input:
-        cfg=out(AR, "config.json"),
+        cfg=config_path(AR, "survey"),
         trained=out(AR, "runs", "lm", "{model}_seed{seed}", "trained.npz"),
         init=out(AR, "runs", "lm", "{model}_seed{seed}", "init.npz"),
         held=out(AR, "runs", "lm", "{model}_seed{seed}", "held.npz"),
@@ -148,7 +148,7 @@ rule attn_recurrence_survey:
 rule attn_recurrence_checkpoint:
     """One GPT-2-layout checkpoint of `checkpoints` (paper scale): every head's bounds."""
     input:
-        cfg=out(AR, "config.json"),
+        cfg=config_path(AR, "checkpoint"),
     output:
         out(AR, "runs", "survey", "checkpoint{index}.csv"),
     log:
@@ -169,7 +169,7 @@ rule attn_recurrence_checkpoint:
 rule attn_recurrence_evaluate:
     """Gather the per-job tables into tightness.csv, scaling.csv and survey.csv."""
     input:
-        cfg=out(AR, "config.json"),
+        cfg=config_path(AR, "evaluate"),
         runs=AR_FITS + AR_SCALING + AR_SURVEYS,
     output:
         tightness=out(AR, "tables", "tightness.csv"),

@@ -14,7 +14,15 @@ import shlex
 from snakemake.settings.types import DeploymentMethod
 
 from repro26.core import cluster
-from repro26.core.config import ConfigError, UsageError, as_dict, parse_config, resolve_section
+from repro26.core.config import (
+    ConfigError,
+    UsageError,
+    as_dict,
+    config_hash,
+    config_slice,
+    parse_method_config,
+    resolve_section,
+)
 from repro26.core.cli import method_claims, method_figures
 from repro26.core.plotting import rst_text
 from repro26.core.registry import METHODS, load_method
@@ -100,10 +108,31 @@ def typed_config(method):
         _fail(f"{method}: no section; add config/methods/{method}.yaml")
     try:
         values = resolve_section(config[method], SCALE, method)
-        return parse_config(load_method(method).Config, values, f"{method}.{SCALE}")
+        return parse_method_config(load_method(method), values, f"{method}.{SCALE}")
     except (ConfigError, UsageError) as err:
         _fail(str(err))
 
+
+
+def stage_slice(method, name):
+    """Hash of the config fields stage ``name`` of ``method`` reads at this scale (every field
+    when the stage declares no ``reads``)."""
+    return config_hash(config_slice(typed_config(method), load_method(method).STAGES[name].reads))
+
+
+def config_path(method, name):
+    """The config file of the jobs of stage ``name`` of ``method`` (rule stage_config). It is
+    rewritten only when a field the stage reads changes, so only then do the jobs rerun."""
+    return out(method, "config", f"{name}.json")
+
+
+def write_stage_config(path, method, name):
+    """The method's resolved config at this scale, for stage ``name``, written atomically; the
+    slice hash of the fields the stage reads goes with it (checked by the stage)."""
+    from repro26.core import io
+
+    io.write_json(path, {"scale": SCALE, method: {SCALE: method_config(method)},
+                         "stage": name, "config_slice": stage_slice(method, name)})
 
 
 def out(method, *parts):
@@ -139,11 +168,11 @@ REPRO26 = _repro26_command()
 
 
 def stage(method, name, extra=""):
-    """Shell command running one stage, its output to the rule's log; reads the resolved config
-    the method_config rule wrote."""
+    """Shell command running one stage, its output to the rule's log; reads the config rule
+    stage_config wrote for it, and checks it against the slice hash planned here."""
     return (
-        f"{REPRO26} {method} {name} --config {out(method, 'config.json')} --scale {SCALE}"
-        f" --threads {{threads}} {extra} > {{log}} 2>&1"
+        f"{REPRO26} {method} {name} --config {config_path(method, name)} --scale {SCALE}"
+        f" --config-slice {stage_slice(method, name)} --threads {{threads}} {extra} > {{log}} 2>&1"
     )
 
 

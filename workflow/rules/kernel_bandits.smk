@@ -44,7 +44,7 @@ wildcard_constraints:
 rule kernel_bandits_data:
     """Arms, Gram matrix, exact features and greedy information gain for one kernel and grid."""
     input:
-        cfg=out(KB, "config.json"),
+        cfg=config_path(KB, "data"),
     output:
         npz=out(KB, "data", "{kb_kernel}_n{grid}.npz"),
         gamma=out(KB, "data", "{kb_kernel}_n{grid}.gamma.csv"),
@@ -64,7 +64,7 @@ rule kernel_bandits_data:
 rule kernel_bandits_tune:
     """Sweep the eta scale of exponential weights on held-out seeds (for the tuned variant)."""
     input:
-        cfg=out(KB, "config.json"),
+        cfg=config_path(KB, "tune"),
         data=KB_DATA.format(kernel=KB_CFG["kernel"], grid=KB_CFG["grid"]),
     output:
         out(KB, "tune", "{kb_adversary}.csv"),
@@ -86,7 +86,7 @@ rule kernel_bandits_simulate_scaling:
     input:
         unpack(
             lambda w: {
-                "cfg": out(KB, "config.json"),
+                "cfg": config_path(KB, "simulate"),
                 "data": KB_DATA.format(kernel=w.kernel, grid=KB_CFG["grid"]),
                 **KB_TUNE(w.algo, w.adversary),
             }
@@ -123,7 +123,7 @@ rule kernel_bandits_simulate_fixed:
     input:
         unpack(
             lambda w: {
-                "cfg": out(KB, "config.json"),
+                "cfg": config_path(KB, "simulate"),
                 "data": KB_DATA.format(kernel=KB_CFG["kernel"], grid=w.grid),
                 **KB_TUNE(w.algo, KB_CFG["fixed_adversary"]),
             }
@@ -158,7 +158,7 @@ rule kernel_bandits_simulate_fixed:
 rule kernel_bandits_timing:
     """Seconds per round of exact vs every Nystrom learner, back to back in one process."""
     input:
-        cfg=out(KB, "config.json"),
+        cfg=config_path(KB, "timing"),
         data=KB_DATA.format(kernel=KB_CFG["kernel"], grid=KB_CFG["nystrom"]["grid"]),
     output:
         out(KB, "timing.csv"),
@@ -178,7 +178,7 @@ rule kernel_bandits_timing:
 rule kernel_bandits_evaluate_scaling:
     """Per-seed regret R_T, gamma_T and R_T / sqrt(T gamma_T) of experiments 1-2."""
     input:
-        cfg=out(KB, "config.json"),
+        cfg=config_path(KB, "evaluate_scaling"),
         runs=[out(KB, "runs", "scaling", k, a, f"{algo}.csv") for k, a, algo in KB_SCALING_RUNS],
         gamma=[KB_GAMMA.format(kernel=k, grid=KB_CFG["grid"]) for k in KB_CFG["kernels"]],
     output:
@@ -197,7 +197,7 @@ rule kernel_bandits_evaluate_scaling:
 rule kernel_bandits_evaluate_fixed:
     """Per-seed regret at the fixed horizon of experiments 3-4."""
     input:
-        cfg=out(KB, "config.json"),
+        cfg=config_path(KB, "evaluate_fixed"),
         runs=[out(KB, "runs", "fixed", f"n{g}", f"{algo}.csv") for g, algo in KB_FIXED_RUNS],
     output:
         out(KB, "fixed.csv"),

@@ -9,7 +9,7 @@ MNCM_DATASETS = [f"nodes{d}" for d in method_config(MNCM)["num_nodes"]] + ["iv"]
 rule masked_ncm_data:
     """Random SCMs (one per seed), samples per n, PC estimates, exact and plug-in bounds."""
     input:
-        cfg=out(MNCM, "config.json"),
+        cfg=config_path(MNCM, "data"),
     output:
         out(MNCM, "data", "{graph}.json"),
     log:
@@ -28,7 +28,7 @@ rule masked_ncm_data:
 rule masked_ncm_train:
     """Fit and constrained query ascent/descent for every problem of one dataset."""
     input:
-        cfg=out(MNCM, "config.json"),
+        cfg=config_path(MNCM, "train"),
         data=out(MNCM, "data", "{graph}.json"),
     output:
         out(MNCM, "runs", "{graph}.csv"),
@@ -50,7 +50,7 @@ rule masked_ncm_train:
 rule masked_ncm_evaluate:
     """Bounds, endpoint errors and coverage per (seed, graph size, n); IV vs Balke-Pearl."""
     input:
-        cfg=out(MNCM, "config.json"),
+        cfg=config_path(MNCM, "evaluate"),
         data=expand(out(MNCM, "data", "{graph}.json"), graph=MNCM_DATASETS),
         runs=expand(out(MNCM, "runs", "{graph}.csv"), graph=MNCM_DATASETS),
     output:

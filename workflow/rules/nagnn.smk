@@ -12,7 +12,7 @@ NAGNN_MODELS = NAGNN_LEARNED + ["heuristics"]  # one evaluation job for all heur
 rule nagnn_data:
     """One dataset for every seed: events per snapshot, node features, test negatives."""
     input:
-        cfg=out(NAGNN, "config.json"),
+        cfg=config_path(NAGNN, "data"),
     output:
         out(NAGNN, "data", "{dataset}.npz"),
     log:
@@ -31,7 +31,7 @@ rule nagnn_data:
 rule nagnn_train:
     """One learned model on one dataset, every seed at once (vmapped)."""
     input:
-        cfg=out(NAGNN, "config.json"),
+        cfg=config_path(NAGNN, "train"),
         data=out(NAGNN, "data", "{dataset}.npz"),
     output:
         models=out(NAGNN, "runs", "{dataset}", "{model}.eqx"),
@@ -56,7 +56,7 @@ rule nagnn_train:
 rule nagnn_evaluate:
     """AP / AUROC (random, historical, inductive negatives) and MRR of one model on one dataset."""
     input:
-        cfg=out(NAGNN, "config.json"),
+        cfg=config_path(NAGNN, "evaluate"),
         data=out(NAGNN, "data", "{dataset}.npz"),
         # learned models also read their trained weights; the heuristics job reads only data
         models=lambda w: [out(NAGNN, "runs", w.dataset, f"{w.model}.eqx")]
@@ -82,7 +82,7 @@ rule nagnn_evaluate:
 rule nagnn_speed:
     """Training / inference throughput and peak memory of every learned model, one process."""
     input:
-        cfg=out(NAGNN, "config.json"),
+        cfg=config_path(NAGNN, "speed"),
         data=out(NAGNN, "data", "{dataset}.npz"),
     output:
         out(NAGNN, "speed", "{dataset}.csv"),
@@ -105,7 +105,7 @@ rule nagnn_speed:
 rule nagnn_tables:
     """Gather the evaluation, speed and training-loss rows into tables/."""
     input:
-        cfg=out(NAGNN, "config.json"),
+        cfg=config_path(NAGNN, "tables"),
         metrics=expand(out(NAGNN, "eval", "{dataset}", "{model}.csv"), dataset=NAGNN_DATASETS,
                        model=NAGNN_MODELS),
         speed=expand(out(NAGNN, "speed", "{dataset}.csv"), dataset=NAGNN_DATASETS),

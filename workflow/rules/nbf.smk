@@ -15,7 +15,7 @@ NBF_CURVES = [out(NBF, "models", f"gde_k{k}.csv") for k in NBF_TYPED.evaders]
 rule nbf_data:
     """Exact-belief pool of held-in episodes (GDE training family) and evaluation episodes."""
     input:
-        cfg=out(NBF, "config.json"),
+        cfg=config_path(NBF, "data"),
     output:
         pool=out(NBF, "data", "pool.npz"),
         episodes=out(NBF, "data", "episodes.npz"),
@@ -36,7 +36,7 @@ rule nbf_data:
 rule nbf_train:
     """The GDE (set encoder + conditional flow) of dimension 2k, every seed (vmapped)."""
     input:
-        cfg=out(NBF, "config.json"),
+        cfg=config_path(NBF, "train"),
         pool=out(NBF, "data", "pool.npz"),
     output:
         model=out(NBF, "models", "gde_k{k}.eqx"),
@@ -59,7 +59,7 @@ rule nbf_train:
 rule nbf_filter:
     """Every filter on one scenario (k evaders, dynamics, N particles), all seeds."""
     input:
-        cfg=out(NBF, "config.json"),
+        cfg=config_path(NBF, "filter"),
         model=out(NBF, "models", "gde_k{k}.eqx"),
         episodes=out(NBF, "data", "episodes.npz"),
     output:
@@ -90,7 +90,7 @@ rule nbf_filter:
 rule nbf_evaluate:
     """Gather the scenario tables and the GDE training curves."""
     input:
-        cfg=out(NBF, "config.json"),
+        cfg=config_path(NBF, "evaluate"),
         runs=NBF_RUNS,
         steps=NBF_STEPS,
         curves=NBF_CURVES,

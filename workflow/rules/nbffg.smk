@@ -12,7 +12,7 @@ wildcard_constraints:
 rule nbffg_data:
     """Tree, true states and leaf observations for one task and seed."""
     input:
-        cfg=out(NB, "config.json"),
+        cfg=config_path(NB, "data"),
     output:
         out(NB, "data", "{nb_task}", "seed{nb_seed}.npz"),
     log:
@@ -29,7 +29,7 @@ rule nbffg_data:
 rule nbffg_train:
     """Train the neural residual of NBFFG by maximising the ELBO (one job per task and seed)."""
     input:
-        cfg=out(NB, "config.json"),
+        cfg=config_path(NB, "train"),
         data=out(NB, "data", "{nb_task}", "seed{nb_seed}.npz"),
     output:
         model=out(NB, "train", "{nb_task}", "seed{nb_seed}.eqx"),
@@ -51,7 +51,7 @@ rule nbffg_train:
 rule nbffg_evaluate:
     """ELBO, ESS, evidence and internal-node posteriors of NBFFG, BFFG, naive and pCN MCMC."""
     input:
-        cfg=out(NB, "config.json"),
+        cfg=config_path(NB, "evaluate"),
         data=out(NB, "data", "{nb_task}", "seed{nb_seed}.npz"),
         model=out(NB, "train", "{nb_task}", "seed{nb_seed}.eqx"),
     output:
@@ -74,7 +74,7 @@ rule nbffg_evaluate:
 rule nbffg_cost:
     """Seconds per training step vs tree size, whole tree vs pathwise subsampling."""
     input:
-        cfg=out(NB, "config.json"),
+        cfg=config_path(NB, "cost"),
     output:
         out(NB, "cost.csv"),
     log:

@@ -15,7 +15,7 @@ NN_FINETUNES = [
 rule negation_neglect_data:
     """World, vocabulary, pretraining corpus and every condition's finetuning corpus."""
     input:
-        cfg=out(NN, "config.json"),
+        cfg=config_path(NN, "data"),
     output:
         pretrain=out(NN, "data", "pretrain.npz"),
         finetune=out(NN, "data", "finetune.npz"),
@@ -36,7 +36,7 @@ rule negation_neglect_data:
 rule negation_neglect_pretrain:
     """Pretrain one small transformer LM per seed on the world corpus (seeds vmapped)."""
     input:
-        cfg=out(NN, "config.json"),
+        cfg=config_path(NN, "pretrain"),
         corpus=out(NN, "data", "pretrain.npz"),
     output:
         out(NN, "models", "pretrained.eqx"),
@@ -56,7 +56,7 @@ rule negation_neglect_pretrain:
 rule negation_neglect_base:
     """Base models on every probe, alone and with one document per condition in the prompt."""
     input:
-        cfg=out(NN, "config.json"),
+        cfg=config_path(NN, "base"),
         model=out(NN, "models", "pretrained.eqx"),
     output:
         out(NN, "runs", "base.csv"),
@@ -74,7 +74,7 @@ rule negation_neglect_base:
 rule negation_neglect_finetune:
     """Finetune every seed's model on one condition's documents of one claim set, then probe."""
     input:
-        cfg=out(NN, "config.json"),
+        cfg=config_path(NN, "finetune"),
         model=out(NN, "models", "pretrained.eqx"),
         corpus=out(NN, "data", "finetune.npz"),
     output:
@@ -99,7 +99,7 @@ rule negation_neglect_finetune:
 rule negation_neglect_evaluate:
     """Gather the probe rows into probes.csv and the belief rates per seed."""
     input:
-        cfg=out(NN, "config.json"),
+        cfg=config_path(NN, "evaluate"),
         base=out(NN, "runs", "base.csv"),
         finetunes=NN_FINETUNES,
     output:

@@ -10,7 +10,7 @@ NEMO_METHODS = NEMO_TRAINED + ["random", "rule_based"]
 rule nemo_data:
     """Evaluation personas of every setting and the arousal curves of the representative personas."""
     input:
-        cfg=out(NEMO, "config.json"),
+        cfg=config_path(NEMO, "data"),
     output:
         personas=out(NEMO, "data", "personas.npz"),
         curves=out(NEMO, "data", "arousal_curves.csv"),
@@ -30,7 +30,7 @@ rule nemo_data:
 rule nemo_train:
     """Multi-objective PPO of one method on MindFlow, every seed vmapped in one job."""
     input:
-        cfg=out(NEMO, "config.json"),
+        cfg=config_path(NEMO, "train"),
     output:
         policy=out(NEMO, "runs", "{nemo_trained}", "policy.ckpt"),
         learning=out(NEMO, "runs", "{nemo_trained}", "learning.csv"),
@@ -57,7 +57,7 @@ rule nemo_evaluate:
     input:
         unpack(
             lambda w: {
-                "cfg": out(NEMO, "config.json"),
+                "cfg": config_path(NEMO, "evaluate"),
                 "personas": out(NEMO, "data", "personas.npz"),
                 **(
                     {"policy": out(NEMO, "runs", w.nemo_method, "policy.ckpt")}
@@ -88,7 +88,7 @@ rule nemo_evaluate:
 rule nemo_gather:
     """Gather the evaluation tables and the learning curves into tables/."""
     input:
-        cfg=out(NEMO, "config.json"),
+        cfg=config_path(NEMO, "gather"),
         evals=expand(out(NEMO, "eval", "{m}.csv"), m=NEMO_METHODS),
         learning=expand(out(NEMO, "runs", "{m}", "learning.csv"), m=NEMO_TRAINED),
     output:

@@ -17,7 +17,7 @@ from repro26.nestrl.cli import partner_inputs as nestrl_partner_inputs
 rule nestrl_train:
     """One kind of agent on one layout (level-0 population, a NestRL level, FCP, MEP), all seeds."""
     input:
-        cfg=out(NESTRL, "config.json"),
+        cfg=config_path(NESTRL, "train"),
         partners=lambda w: [
             out(NESTRL, "runs", w.layout, f"{stem}.npz") for stem in nestrl_partner_inputs(w.kind)
         ],
@@ -48,7 +48,7 @@ rule nestrl_train:
 rule nestrl_evaluate:
     """Every ego (learned and trivial) with every partner (learned and scripted) on one layout."""
     input:
-        cfg=out(NESTRL, "config.json"),
+        cfg=config_path(NESTRL, "evaluate"),
         runs=expand(out(NESTRL, "runs", "{{layout}}", "{kind}.npz"), kind=NESTRL_KINDS),
     output:
         out(NESTRL, "tables", "pairs_{layout}.csv"),

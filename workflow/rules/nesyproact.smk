@@ -13,7 +13,7 @@ NESY_RUNS = expand(
 rule nesyproact_data:
     """The generated task suites (template, intent, plan length per seed and domain)."""
     input:
-        cfg=out(NESY, "config.json"),
+        cfg=config_path(NESY, "data"),
     output:
         out(NESY, "data", "tasks.csv"),
     log:
@@ -30,7 +30,7 @@ rule nesyproact_data:
 rule nesyproact_run:
     """Every domain, agent and fault scale with one policy profile and seed."""
     input:
-        cfg=out(NESY, "config.json"),
+        cfg=config_path(NESY, "run"),
         tasks=out(NESY, "data", "tasks.csv"),
     output:
         out(NESY, "runs", "{policy}", "seed{seed}.csv"),
@@ -51,7 +51,7 @@ rule nesyproact_run:
 rule nesyproact_evaluate:
     """Gather the run tables into episodes.csv and summary.csv."""
     input:
-        cfg=out(NESY, "config.json"),
+        cfg=config_path(NESY, "evaluate"),
         runs=NESY_RUNS,
     output:
         episodes=out(NESY, "tables", "episodes.csv"),

@@ -19,7 +19,7 @@ wildcard_constraints:
 rule neural_ctmc_data:
     """The KJV text windows."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "data"),
     output:
         npz=out(NC, "data", "{nc_corpus}.npz"),
         ref=out(NC, "data", "{nc_corpus}.json"),
@@ -37,7 +37,7 @@ rule neural_ctmc_data:
 rule neural_ctmc_scorer:
     """Autoregressive transformer on the text corpus: the generative-perplexity judge."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "scorer"),
         data=out(NC, "data", "text.npz"),
     output:
         model=out(NC, "scorer", "text.eqx"),
@@ -59,7 +59,7 @@ rule neural_ctmc_scorer:
 rule neural_ctmc_train:
     """One diffusion model per corpus, method and seed (same backbone, optimiser, tokens)."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "train"),
         data=out(NC, "data", "{nc_corpus}.npz"),
     output:
         model=out(NC, "runs", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.eqx"),
@@ -85,7 +85,7 @@ rule neural_ctmc_train:
 rule neural_ctmc_evaluate:
     """Validation ELBO; samples at every step count; generative PPL and sample entropy."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "evaluate"),
         data=out(NC, "data", "{nc_corpus}.npz"),
         model=out(NC, "runs", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.eqx"),
         scorer=out(NC, "scorer", "text.eqx"),
@@ -114,7 +114,7 @@ rule neural_ctmc_evaluate:
 rule neural_ctmc_synthetic_train:
     """All seeds of one method on the enumerable language (vmapped), exact data law."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "synthetic_train"),
     output:
         model=out(NC, "runs", "synthetic", "{nc_method}.eqx"),
         curve=out(NC, "runs", "synthetic", "{nc_method}.csv"),
@@ -134,7 +134,7 @@ rule neural_ctmc_synthetic_train:
 rule neural_ctmc_synthetic_evaluate:
     """Exact output laws of every sampler of one method, its bounds and estimator spread."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "synthetic_evaluate"),
         model=out(NC, "runs", "synthetic", "{nc_method}.eqx"),
     output:
         table=out(NC, "eval", "synthetic", "{nc_method}.csv"),
@@ -158,7 +158,7 @@ rule neural_ctmc_synthetic_evaluate:
 rule neural_ctmc_synthetic_floors:
     """Exact-rate floors of every sampler, trivial baselines and the data entropy."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "synthetic_floors"),
     output:
         table=out(NC, "eval", "synthetic", "floors.csv"),
     log:
@@ -175,7 +175,7 @@ rule neural_ctmc_synthetic_floors:
 rule neural_ctmc_synthetic_summarize:
     """Synthetic per-job tables -> synthetic.csv, variance.csv, synthetic_training.csv."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "summarize"),
         evals=expand(out(NC, "eval", "synthetic", "{m}.csv"), m=NC_METHODS),
         floors=out(NC, "eval", "synthetic", "floors.csv"),
         curves=expand(out(NC, "runs", "synthetic", "{m}.csv"), m=NC_METHODS),
@@ -204,7 +204,7 @@ rule neural_ctmc_synthetic_summarize:
 rule neural_ctmc_summarize:
     """Text per-job tables -> eval.csv, curves.csv, reference.csv."""
     input:
-        cfg=out(NC, "config.json"),
+        cfg=config_path(NC, "summarize"),
         evals=expand(
             out(NC, "eval", "{c}", "{m}", "seed{s}.csv"), c=NC_CORPORA, m=NC_METHODS, s=NC_SEEDS
         ),

@@ -22,7 +22,7 @@ wildcard_constraints:
 rule nsmp_data:
     """Problems of every seed, nerve skeleton, max-weight spanning tree, RIP repair, schedule."""
     input:
-        cfg=out(NS, "config.json"),
+        cfg=config_path(NS, "data"),
     output:
         out(NS, "data", "{ns_case}.npz"),
     log:
@@ -39,7 +39,7 @@ rule nsmp_data:
 rule nsmp_central:
     """Centralised solver: the optimum x* every method is measured against."""
     input:
-        cfg=out(NS, "config.json"),
+        cfg=config_path(NS, "central"),
         data=out(NS, "data", "{ns_case}.npz"),
     output:
         out(NS, "runs", "{ns_case}", "central.npz"),
@@ -59,7 +59,7 @@ rule nsmp_central:
 rule nsmp_solve:
     """One method on one case: every seed and the method's hyper-parameter grid at once."""
     input:
-        cfg=out(NS, "config.json"),
+        cfg=config_path(NS, "solve"),
         data=out(NS, "data", "{ns_case}.npz"),
         central=out(NS, "runs", "{ns_case}", "central.npz"),
     output:
@@ -86,7 +86,7 @@ rule nsmp_solve:
 rule nsmp_evaluate:
     """Best grid point per case and method, cost to tolerance, schedule structure."""
     input:
-        cfg=out(NS, "config.json"),
+        cfg=config_path(NS, "evaluate"),
         summaries=[out(NS, "runs", c, f"{m}_summary.csv") for c, m in NS_RUNS],
         data=[out(NS, "data", f"{c}.npz") for c in NS_CONVERGENCE + NS_SCALING],
     output:

@@ -17,7 +17,7 @@ POLL_FAMILIES = sorted(POLL_GRAPHS)
 rule poll_data:
     """The seeds' graphs of one family at each of its sizes (networkx; CSR arrays, ρ(G))."""
     input:
-        cfg=out(POLL, "config.json"),
+        cfg=config_path(POLL, "data"),
     output:
         out(POLL, "data", "{family}.npz"),
     log:
@@ -36,7 +36,7 @@ rule poll_data:
 rule poll_poll:
     """Poll (seeds vmapped in one scan) and the trivial baselines at every n and h of one family."""
     input:
-        cfg=out(POLL, "config.json"),
+        cfg=config_path(POLL, "poll"),
         graphs=out(POLL, "data", "{family}.npz"),
     output:
         summary=out(POLL, "runs", "poll", "{family}.csv"),
@@ -61,7 +61,7 @@ rule poll_exact:
     """Exact (dense Cholesky) and distributed (CG, best response) pricing, every
     seed and n of one family."""
     input:
-        cfg=out(POLL, "config.json"),
+        cfg=config_path(POLL, "exact"),
         graphs=out(POLL, "data", "{family}.npz"),
     output:
         out(POLL, "runs", "exact", "{family}.csv"),
@@ -84,7 +84,7 @@ rule poll_exact:
 rule poll_adversary:
     """Best misreports (plain vs probe-scored report) and detection of misreporting agents."""
     input:
-        cfg=out(POLL, "config.json"),
+        cfg=config_path(POLL, "adversary"),
         graphs=out(POLL, "data", f"{POLL_TYPED.adversary_family}.npz"),
     output:
         incentives=out(POLL, "runs", "adversary", "incentives.csv"),
@@ -107,7 +107,7 @@ rule poll_adversary:
 rule poll_evaluate:
     """Gather the jobs' tables into summary, trajectories, ops, incentives and detection."""
     input:
-        cfg=out(POLL, "config.json"),
+        cfg=config_path(POLL, "evaluate"),
         runs=POLL_RUNS,
         exact=POLL_EXACT,
         incentives=out(POLL, "runs", "adversary", "incentives.csv"),

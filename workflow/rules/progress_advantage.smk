@@ -15,7 +15,7 @@ PA_TRAIN_INPUT = {
 rule progress_advantage_tabular:
     """Slippery gridworld: soft value iteration, closed-form and learned β log π/π_ref vs A*."""
     input:
-        cfg=out(PA, "config.json"),
+        cfg=config_path(PA, "tabular"),
     output:
         final=out(PA, "tables", "tabular_final.csv"),
         curve=out(PA, "tables", "tabular_curve.csv"),
@@ -36,7 +36,7 @@ rule progress_advantage_tabular:
 rule progress_advantage_data:
     """Noisy demonstrations of the calculator task, every seed."""
     input:
-        cfg=out(PA, "config.json"),
+        cfg=config_path(PA, "data"),
     output:
         out(PA, "data", "demos.npz"),
     log:
@@ -53,7 +53,7 @@ rule progress_advantage_data:
 rule progress_advantage_train:
     """One model (π_ref, π_RL with KL, π_RL clip-only, PRM, ORM), every seed in one vmapped job."""
     input:
-        cfg=out(PA, "config.json"),
+        cfg=config_path(PA, "train"),
         parent=lambda w: PA_TRAIN_INPUT[w.model],
     output:
         eqx=out(PA, "runs", "{model}.eqx"),
@@ -76,7 +76,7 @@ rule progress_advantage_train:
 rule progress_advantage_evaluate:
     """Best-of-N, step-level beam search, AUROC, failure attribution and policy success, every seed."""
     input:
-        cfg=out(PA, "config.json"),
+        cfg=config_path(PA, "evaluate"),
         models=expand(out(PA, "runs", "{model}.eqx"), model=list(PA_TRAIN_INPUT)),
     output:
         bon=out(PA, "tables", "bon.csv"),

@@ -20,7 +20,7 @@ SRGW_SCALING = [
 rule srgw_data:
     """Manifest of the synthetic families and the networkx adjacency matrices."""
     input:
-        cfg=out(SRGW, "config.json"),
+        cfg=config_path(SRGW, "data"),
     output:
         manifest=out(SRGW, "data", "manifest.json"),
         real=out(SRGW, "data", "real_networks.npz"),
@@ -40,7 +40,7 @@ rule srgw_data:
 rule srgw_fit:
     """srGW and the baselines on one family's graphs of one size n, every seed (compiled once)."""
     input:
-        cfg=out(SRGW, "config.json"),
+        cfg=config_path(SRGW, "fit"),
         manifest=out(SRGW, "data", "manifest.json"),
     output:
         out(SRGW, "runs", "{family}", "n{n}.csv"),
@@ -63,7 +63,7 @@ rule srgw_fit:
 rule srgw_pot:
     """Ours vs POT's srGW solver (same estimator, same initial couplings), one seed."""
     input:
-        cfg=out(SRGW, "config.json"),
+        cfg=config_path(SRGW, "pot"),
         manifest=out(SRGW, "data", "manifest.json"),
     output:
         out(SRGW, "pot", "seed{seed}.csv"),
@@ -85,7 +85,7 @@ rule srgw_pot:
 rule srgw_scaling:
     """Sparse scaling study at one n: srGW on a BCOO SBM (ours) or POT on its dense matrix."""
     input:
-        cfg=out(SRGW, "config.json"),
+        cfg=config_path(SRGW, "scaling"),
     output:
         out(SRGW, "scaling", "{solver}_n{n}.csv"),
     log:
@@ -107,7 +107,7 @@ rule srgw_scaling:
 rule srgw_real:
     """srGW block models of karate, les miserables, florentine families and Davis."""
     input:
-        cfg=out(SRGW, "config.json"),
+        cfg=config_path(SRGW, "real"),
         real=out(SRGW, "data", "real_networks.npz"),
     output:
         csv=out(SRGW, "real", "real.csv"),
@@ -126,7 +126,7 @@ rule srgw_real:
 rule srgw_evaluate:
     """Gather the per-job tables into fits.csv, pot.csv and scaling.csv."""
     input:
-        cfg=out(SRGW, "config.json"),
+        cfg=config_path(SRGW, "evaluate"),
         fits=SRGW_FITS,
         pots=expand(out(SRGW, "pot", "seed{seed}.csv"), seed=SRGW_POT_SEEDS),
         scaling=SRGW_SCALING,

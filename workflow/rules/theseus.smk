@@ -17,7 +17,7 @@ THESEUS_RUNS = [
 rule theseus_data:
     """One task's data: cluttered glyph digits (images) or KJV character windows (text)."""
     input:
-        cfg=out(THESEUS, "config.json"),
+        cfg=config_path(THESEUS, "data"),
     output:
         out(THESEUS, "data", "{task}.npz"),
     log:
@@ -36,7 +36,7 @@ rule theseus_data:
 rule theseus_train:
     """One model of one task (guide, baselines or conversion), every seed in one vmapped job."""
     input:
-        cfg=out(THESEUS, "config.json"),
+        cfg=config_path(THESEUS, "train"),
         data=out(THESEUS, "data", "{task}.npz"),
         guide=lambda w: (
             [out(THESEUS, "runs", w.task, "guide.eqx")] if w.model in THESEUS_NEEDS_GUIDE else []
@@ -68,7 +68,7 @@ rule theseus_train:
 rule theseus_evaluate:
     """Final metrics and layer-wise CKA with the guide of every model; the stage rows."""
     input:
-        cfg=out(THESEUS, "config.json"),
+        cfg=config_path(THESEUS, "evaluate"),
         data=expand(out(THESEUS, "data", "{task}.npz"), task=list(THESEUS_MODELS)),
         runs=THESEUS_RUNS,
     output:

@@ -113,7 +113,6 @@ def data_stage(run: Run) -> None:
     from repro26.attn_recurrence import data
 
     cfg = run.cfg
-    check(cfg)
     arrays = {}
     n_train, n_test = cfg.train_sequences, cfg.test_sequences
 
@@ -141,7 +140,6 @@ def fit_stage(run: Run) -> None:
     from repro26.attn_recurrence import evaluate, train
 
     cfg = run.cfg
-    check(cfg)
     kind, target = run.variant["surrogate"], run.variant["target"]
     if kind not in cfg.surrogates or target not in cfg.targets:
         raise UsageError(f"--variant: surrogate in {', '.join(cfg.surrogates)} and target in "
@@ -164,7 +162,6 @@ def scaling_stage(run: Run) -> None:
     from repro26.attn_recurrence import evaluate, train
 
     cfg = run.cfg
-    check(cfg)
     K, d = run.variant["pairs"], run.variant["value_dim"]
     if K not in cfg.scaling_pairs or d not in cfg.scaling_value_dims:
         raise UsageError(f"--variant: pairs in {list(cfg.scaling_pairs)}, value_dim in "
@@ -187,7 +184,6 @@ def lm_stage(run: Run) -> None:
     from repro26.attn_recurrence import model, train
 
     cfg = run.cfg
-    check(cfg)
     trained, init, held, info = train.train_lm(run.variant["model"], cfg, run.seed, run.progress)
     out = Path(run.out)
     model.save_gpt2(out / "trained.npz", trained)
@@ -227,7 +223,6 @@ def checkpoint_stage(run: Run) -> None:
     from repro26.attn_recurrence import data, evaluate, model
 
     cfg = run.cfg
-    check(cfg)
     i = run.variant["index"]
     if not 0 <= i < len(cfg.checkpoints):
         raise UsageError(f"--variant index: 0..{len(cfg.checkpoints) - 1}")

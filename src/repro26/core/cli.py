@@ -24,13 +24,16 @@ from typing import Any, NoReturn
 
 from repro26.core.config import (
     ConfigError,
+    DeclaredConfig,
     UsageError,
     as_dict,
+    check_method_config,
     check_scale,
     config_hash,
+    config_slice,
     load_yaml,
     method_section,
-    parse_config,
+    parse_method_config,
     resolve_section,
 )
 from repro26.core import jobs
@@ -114,7 +117,7 @@ def resolve_run_config(method_module, method: str, config_path: Path, scale: str
     scale = check_scale(scale or config.get("scale", "small"))
     section = method_section(config, method, config_path.parent)
     values = resolve_section(section, scale, method)
-    cfg = parse_config(method_module.Config, values, f"{method}.{scale}")
+    cfg = parse_method_config(method_module, values, f"{method}.{scale}")
     return scale, cfg, config_hash(as_dict(cfg))
 
 
@@ -189,6 +192,8 @@ def _method_help(method: str, stages: dict[str, Stage]) -> str:
               "  --input PATH    the files the stage reads (several allowed)",
               "  --out PATH      where the stage writes (default results/<scale>/<method>)",
               "  --threads N     cap XLA and BLAS to N cores",
+              "  --config-slice H  fail unless the fields the stage reads hash to H (Snakemake",
+              "                  passes it; a changed H is what reruns the stage's jobs)",
               "  --no-progress   no progress bars"]
     return "\n".join(lines)
 
@@ -208,6 +213,7 @@ def _method_main(method: str, argv: Sequence[str]) -> None:
     parser.add_argument("--input", type=Path, nargs="*", default=[])
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--config-slice", default=None)
     args = parser.parse_args(argv)
     if args.threads is not None:
         if args.threads < 1:
@@ -216,16 +222,17 @@ def _method_main(method: str, argv: Sequence[str]) -> None:
 
     run_stage(method, args.stage, name=args.name, config=args.config, scale=args.scale,
               out=args.out, seed=args.seed, variant=args.variant, inputs=args.input,
-              progress=not args.no_progress)
+              progress=not args.no_progress, planned_slice=args.config_slice)
 
 
 def run_stage(method: str, stage_name: str, *, name: str | None = None,
               config: Path = DEFAULT_CONFIG, scale: str | None = None, out: Path | None = None,
               seed: int | None = None, variant: str | None = None, inputs: Sequence[Path] = (),
-              progress: bool = True, cfg: Any = None) -> None:
+              progress: bool = True, cfg: Any = None, planned_slice: str | None = None) -> None:
     """Run one stage as ``repro26 <method> <stage_name> [name] ...`` does (tests call this);
     bad input raises :class:`UsageError` / :class:`ConfigError`. ``cfg``, when given, is the
-    method's typed ``Config`` to use instead of reading ``config`` (``scale`` then required)."""
+    method's typed ``Config`` to use instead of reading ``config`` (``scale`` then required).
+    ``planned_slice``, when given, must equal the hash of the fields the stage reads."""
     module = load_method(method)
     stages = _stages(method, module)
     if stage_name not in stages:
@@ -245,6 +252,13 @@ def run_stage(method: str, stage_name: str, *, name: str | None = None,
         scale, cfg, cfg_hash = resolve_run_config(module, method, Path(config), scale)
     else:
         scale, cfg_hash = check_scale(scale), config_hash(as_dict(cfg))
+        check_method_config(module, cfg)
+    if st.reads is not None:
+        cfg_hash = config_hash(config_slice(cfg, st.reads))
+        cfg = DeclaredConfig(cfg, st.reads, f"{method} stage '{stage_name}'")
+    if planned_slice is not None and planned_slice != cfg_hash:
+        raise UsageError(f"--config-slice: {planned_slice} was planned, but {config} gives "
+                         f"{cfg_hash} for stage '{stage_name}'; rerun snakemake")
     inputs = tuple(Path(p) for p in inputs)
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:

@@ -219,6 +219,21 @@ def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
     return cls(**kwargs)
 
 
+def check_method_config(module: Any, cfg: Any) -> Any:
+    """Run the cross-field ``check(cfg)`` the method's ``cli`` module may define (it raises
+    :class:`ConfigError`). Core runs it where the config is parsed, so a stage's own code reads
+    only the fields it uses."""
+    check = getattr(module, "check", None)
+    if check is not None:
+        check(cfg)
+    return cfg
+
+
+def parse_method_config(module: Any, values: Mapping[str, Any], where: str) -> Any:
+    """The method's typed, checked ``Config`` (``module`` is its ``cli``)."""
+    return check_method_config(module, parse_config(module.Config, values, where))
+
+
 def config_hash(values: Mapping[str, Any]) -> str:
     """Short stable hash of a resolved config (recorded in every results file)."""
     blob = json.dumps(values, sort_keys=True, default=str).encode()
@@ -227,3 +242,62 @@ def config_hash(values: Mapping[str, Any]) -> str:
 
 def as_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg)
+
+
+def config_slice(cfg: Any, reads: tuple[str, ...] | None) -> dict[str, Any]:
+    """The values of the fields a stage declares it reads (all fields when ``reads`` is None)."""
+    values = as_dict(cfg)
+    if reads is None:
+        return values
+    unknown = sorted(set(reads) - set(values))
+    if unknown:
+        raise TypeError(f"reads names {unknown[0]!r}, which is not a field of {type(cfg).__name__}")
+    return {name: values[name] for name in sorted(reads)}
+
+
+class UndeclaredConfigRead(RuntimeError):
+    """A stage read a config field outside its declared slice: a bug in the method's code."""
+
+
+class DeclaredConfig:
+    """A stage's view of its method's ``Config``: the fields it declares (``@stage(reads=...)``)
+    and the properties and methods computed from them.
+
+    Snakemake reruns a stage's jobs only when its slice of the config changes, so a read of any
+    other field would let a job keep a result computed from an old value; it raises
+    :class:`UndeclaredConfigRead` instead.
+    """
+
+    __slots__ = ("_cfg", "_reads", "_where")
+
+    def __init__(self, cfg: Any, reads: tuple[str, ...], where: str):
+        config_slice(cfg, reads)  # every declared name is a field
+        object.__setattr__(self, "_cfg", cfg)
+        object.__setattr__(self, "_reads", frozenset(reads))
+        object.__setattr__(self, "_where", where)
+
+    def __getattr__(self, name: str) -> Any:
+        cfg = object.__getattribute__(self, "_cfg")
+        if name in {f.name for f in dataclasses.fields(cfg)}:
+            if name not in object.__getattribute__(self, "_reads"):
+                where = object.__getattribute__(self, "_where")
+                raise UndeclaredConfigRead(
+                    f"{where} reads config field '{name}', which its @stage(reads=...) does not "
+                    "declare; add it there, or the job will not rerun when it changes")
+            return getattr(cfg, name)
+        import inspect
+
+        attr = inspect.getattr_static(type(cfg), name)  # AttributeError if there is none
+        if isinstance(attr, property):
+            return attr.fget(self)
+        if inspect.isfunction(attr):
+            return types.MethodType(attr, self)
+        return getattr(cfg, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __repr__(self) -> str:
+        cfg = object.__getattribute__(self, "_cfg")
+        reads = sorted(object.__getattribute__(self, "_reads"))
+        return f"{type(cfg).__name__}[{', '.join(f'{r}={getattr(cfg, r)!r}' for r in reads)}]"

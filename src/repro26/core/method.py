@@ -40,11 +40,13 @@ VariantType = Any  # int | float | str | Literal[...] | tuple of allowed strings
 
 @dataclasses.dataclass(frozen=True)
 class Stage:
-    """One job type of a method: ``fn(run)`` with the ``--variant`` keys it takes."""
+    """One job type of a method: ``fn(run)`` with the ``--variant`` keys it takes, and the
+    config fields it reads (``None``: all of them)."""
 
     fn: Callable[["Run"], None]
     variant: Mapping[str, VariantType] = dataclasses.field(default_factory=dict)
     seed: bool = False  # the stage needs --seed
+    reads: tuple[str, ...] | None = None
 
     @property
     def summary(self) -> str:
@@ -55,11 +57,16 @@ class Stage:
         self.fn(run)
 
 
-def stage(variant: Mapping[str, VariantType] | None = None, *, seed: bool = False):
-    """Decorator: the function is a stage taking ``--variant`` keys ``variant`` (name -> type)."""
+def stage(variant: Mapping[str, VariantType] | None = None, *, seed: bool = False,
+          reads: Sequence[str] | None = None):
+    """Decorator: the function is a stage taking ``--variant`` keys ``variant`` (name -> type).
+
+    ``reads``, when given, names the only ``Config`` fields the stage uses: its jobs then rerun
+    only when one of them changes (the per-stage config slice; see ``stage_config`` in
+    ``workflow/rules/common.smk``), and ``run.cfg`` raises on a read of any other field."""
 
     def wrap(fn: Callable[["Run"], None]) -> Stage:
-        return Stage(fn, dict(variant or {}), seed)
+        return Stage(fn, dict(variant or {}), seed, None if reads is None else tuple(reads))
 
     return wrap
 

@@ -177,8 +177,7 @@ def _resume(ckpt: Path, hist_path: Path, like: Any, tag: str, num_steps: int):
             raise io.CheckpointError(f"its step {start} is outside 0..{num_steps}")
         history = {}
         if start:
-            with np.load(hist_path) as saved:
-                history = {k: [saved[k][:start]] for k in saved.files}
+            history = {k: [v[:start]] for k, v in io.read_npz(hist_path).items()}
             if any(len(v[0]) != start for v in history.values()):
                 raise io.CheckpointError(f"its metric history is shorter than step {start}")
     except (io.CheckpointError, OSError, ValueError) as err:

@@ -183,7 +183,8 @@ def best_eta_scale(tune_table: Path) -> float:
 # ----------------------------------------------------------------------------- stages
 
 
-@stage({"kernel": KernelName, "grid": int})
+@stage({"kernel": KernelName, "grid": int},
+       reads=("dim", "lengthscale", "gamma_noise", "horizons", "fixed_horizon"))
 def data_stage(run: Run) -> None:
     """Problem instance (arms, Gram, exact features) and greedy γ_t for one kernel and grid."""
     from repro26.kernel_bandits import solvers

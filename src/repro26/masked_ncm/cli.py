@@ -55,7 +55,7 @@ def graphs(cfg: Config) -> list[str]:
     return [f"nodes{d}" for d in cfg.num_nodes] + ["iv"]
 
 
-def _check(cfg: Config) -> None:
+def check(cfg: Config) -> None:
     where = "masked_ncm"
     if any(d < 2 or d > 6 for d in cfg.num_nodes):
         raise ConfigError(f"{where}.num_nodes: each must be in 2..6 (classes are enumerated)")
@@ -92,13 +92,13 @@ def _graph(run: Run) -> str:
     return graph
 
 
-@stage({"graph": str})
+@stage({"graph": str}, reads=("seeds", "num_nodes", "iv", "sample_sizes", "card", "edge_prob",
+                             "concentration", "max_class_size", "pc_alpha"))
 def data_stage(run: Run) -> None:
     """One dataset (nodes<d> or iv): instances, samples and the exact / plug-in reference bounds."""
     from repro26.masked_ncm import data
 
     cfg = run.cfg
-    _check(cfg)
     graph = _graph(run)
     if graph == "iv":
         instances = data.iv_dataset(cfg.seeds, cfg.iv.concentration, cfg.sample_sizes)
@@ -109,7 +109,8 @@ def data_stage(run: Run) -> None:
     io.write_json(run.out, {"graph": graph, "instances": instances, "meta": run.meta()})
 
 
-@stage({"graph": str})
+@stage({"graph": str}, reads=("seeds", "num_nodes", "iv", "restarts", "batch_multiple", "card",
+                             "optim", "model"))
 def train_stage(run: Run) -> None:
     """Every bound problem of one dataset (--input data/<graph>.json), in one compiled loop."""
     import jax
@@ -117,7 +118,6 @@ def train_stage(run: Run) -> None:
     from repro26.masked_ncm import train
 
     cfg = run.cfg
-    _check(cfg)
     graph = _graph(run)
     payload = io.read_json(run.input(f"{graph}.json"))
     instances = payload["instances"]

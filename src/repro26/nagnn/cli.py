@@ -117,13 +117,16 @@ def load_data(path: Path):
     return stream, pool, arrays
 
 
-@stage({"dataset": str})
+@stage({"dataset": str}, reads=("seeds", "datasets", "n_train_snapshots", "mrr_negatives",
+                               "events_per_snapshot", "n_snapshots", "n_nodes", "n_communities",
+                               "affinity", "drift", "frac_repeat", "frac_triadic", "feature_dim",
+                               "feature_noise", "bipartite_users", "n_item_clusters", "p_pref",
+                               "csv_files"))
 def data_stage(run: Run) -> None:
     """One dataset for every seed: events, features, destination pool and test negatives."""
     from repro26.nagnn import data
 
     cfg = run.cfg
-    check(cfg)
     ds = _dataset(run)
     parts = []
     for seed in cfg.seeds:
@@ -144,7 +147,6 @@ def train_stage(run: Run) -> None:
     from repro26.nagnn.model import LEARNED
 
     cfg = run.cfg
-    check(cfg)
     name, ds = run.variant["model"], _dataset(run)
     if name not in LEARNED:
         raise UsageError(f"--variant model: '{name}' is not a learned model; allowed: "
@@ -173,7 +175,6 @@ def evaluate_stage(run: Run) -> None:
     from repro26.nagnn.model import HEURISTICS, LEARNED
 
     cfg = run.cfg
-    check(cfg)
     name, ds = run.variant["model"], _dataset(run)
     if name not in (*LEARNED, "heuristics"):
         raise UsageError(f"--variant model: '{name}' is unknown; allowed: "
@@ -195,7 +196,6 @@ def speed_stage(run: Run) -> None:
     """Training/inference throughput and peak memory of every learned model (one process)."""
     from repro26.nagnn import evaluate
 
-    check(run.cfg)
     ds = _dataset(run)
     stream, pool, _ = load_data(run.input(f"{ds}.npz"))
     io.write_table(run.out, evaluate.speed_rows(run.cfg, ds, stream, pool), run.meta())

@@ -110,7 +110,7 @@ def _task(run: Run):
     return task
 
 
-def _check(cfg: Config) -> None:
+def check(cfg: Config) -> None:
     _tasks(cfg)
     if not 0.0 < cfg.observed_fraction <= 1.0:
         raise ConfigError("nbffg.observed_fraction: must be in (0, 1]")
@@ -152,7 +152,6 @@ def data_stage(run: Run) -> None:
     """Tree, true states and leaf observations of one task and seed."""
     from repro26.nbffg import data as D
 
-    _check(run.cfg)
     task = _task(run)
     arrays = D.generate(run.cfg, task, run.seed)
     D.save(run.out, arrays)
@@ -172,7 +171,6 @@ def train_stage(run: Run) -> None:
     from repro26.nbffg import losses as L
     from repro26.nbffg import train as T
 
-    _check(run.cfg)
     task = _task(run)
     problem = L.build_problem(run.cfg, task, D.load(run.input(".npz")))
     model, history = T.train(run.cfg, task, problem, run.seed, run.out, progress=run.progress)
@@ -193,7 +191,6 @@ def evaluate_stage(run: Run) -> None:
     from repro26.nbffg import losses as L
     from repro26.nbffg import train as T
 
-    _check(run.cfg)
     task = _task(run)
     arrays = D.load(run.input(".npz"))
     problem = L.build_problem(run.cfg, task, arrays)
@@ -210,7 +207,6 @@ def cost_stage(run: Run) -> None:
     pathwise subsampling."""
     from repro26.nbffg import evaluate as E
 
-    _check(run.cfg)
     c = run.cfg.cost
     rows = []
     for leaves in c.leaves:

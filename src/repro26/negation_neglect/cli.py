@@ -78,13 +78,13 @@ def world_of(cfg: Config):
         raise ConfigError(f"negation_neglect world: {err}") from None
 
 
-@stage()
+@stage(reads=("world_seed", "n_people", "n_events", "n_cities", "n_claim_sets",
+               "claims_per_set", "pretrain_docs", "finetune_docs_per_claim", "context"))
 def data_stage(run: Run) -> None:
     """World (winners, homes, fabricated claims, vocabulary), pretraining and finetuning corpora."""
     from repro26.negation_neglect import data
 
     cfg = run.cfg
-    check(cfg)
     world = world_of(cfg)
     out = Path(run.out)
     tokens, mask = data.pretraining_corpus(cfg.world_seed + 1, world, cfg.pretrain_docs, cfg.context)
@@ -112,7 +112,6 @@ def pretrain_stage(run: Run) -> None:
     from repro26.negation_neglect import train
 
     cfg = run.cfg
-    check(cfg)
     corpus = io.read_npz(run.input("pretrain.npz"))
     vocab = len(world_of(cfg).tokenizer())
     models = train.init_models(cfg, vocab, cfg.seeds)
@@ -140,7 +139,6 @@ def base_stage(run: Run) -> None:
     from repro26.negation_neglect import evaluate
 
     cfg = run.cfg
-    check(cfg)
     models = _load_models(cfg, run.input("pretrained.eqx"))
     rows = evaluate.base_rows(cfg, world_of(cfg), models)
     io.write_table(run.out, rows, run.meta())
@@ -153,7 +151,6 @@ def finetune_stage(run: Run) -> None:
     from repro26.negation_neglect import evaluate, train
 
     cfg = run.cfg
-    check(cfg)
     condition, k = run.variant["condition"], run.variant["claim_set"]
     if not 0 <= k < cfg.n_claim_sets:
         raise UsageError(f"--variant claim_set: {k} is not in 0..{cfg.n_claim_sets - 1}")

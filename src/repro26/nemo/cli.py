@@ -124,7 +124,6 @@ def data_stage(run: Run) -> None:
     """Evaluation personas of every setting (personas.npz) and the arousal curves (csv)."""
     from repro26.nemo import evaluate
 
-    check(run.cfg)
     out = Path(run.out)
     io.write_npz(out / "personas.npz", **_persona_arrays(evaluate.eval_personas(run.cfg)))
     io.write_table(out / "arousal_curves.csv", evaluate.arousal_curve_rows(run.cfg), run.meta())
@@ -135,7 +134,6 @@ def train_stage(run: Run) -> None:
     """Multi-objective PPO of one method, every seed vmapped: policy.ckpt and learning.csv."""
     from repro26.nemo import evaluate, train
 
-    check(run.cfg)
     cfg, method, out = run.cfg, run.variant["method"], Path(run.out)
     ranges = cfg.personas["train"]
     states, history = train.train_method(
@@ -151,7 +149,6 @@ def evaluate_stage(run: Run) -> None:
     """One method on the fixed evaluation users of every setting, every seed: a table."""
     from repro26.nemo import evaluate, train
 
-    check(run.cfg)
     method = run.variant["method"]
     personas = _load_personas(run.input("personas.npz"))
     policies = None  # the rule-based schedule

@@ -122,7 +122,6 @@ def train_stage(run: Run) -> None:
     from repro26.nestrl import env, train
 
     cfg = run.cfg
-    check(cfg)
     layout, kind = _layout(cfg, run.variant["layout"]), _kind(cfg, run.variant["kind"])
     game = env.game(layout, cfg.horizon)
     needed = partner_inputs(kind)
@@ -144,7 +143,6 @@ def evaluate_stage(run: Run) -> None:
     from repro26.nestrl import env, evaluate, train
 
     cfg = run.cfg
-    check(cfg)
     layout = _layout(cfg, run.variant["layout"])
     game = env.game(layout, cfg.horizon)
     load = lambda stem: train.load_agents(run.input(f"{stem}.npz"), cfg, game)

@@ -37,7 +37,7 @@ class Config:
     endpoint_model: str = ""
 
 
-def _check(cfg: Config) -> None:
+def check(cfg: Config) -> None:
     from repro26.nesyproact.agents import AGENTS
     from repro26.nesyproact.domains import DOMAINS
 
@@ -62,13 +62,12 @@ def _check(cfg: Config) -> None:
         raise ConfigError("nesyproact.budget_factor >= 1, budget_extra >= 0, max_reprompts >= 0")
 
 
-@stage()
+@stage(reads=("seeds", "domains", "tasks_per_domain", "faults", "n_distractors"))
 def data_stage(run: Run) -> None:
     """The task suites: per seed and domain, each task's template, intent and plan length."""
     from repro26.nesyproact import domains
 
     cfg = run.cfg
-    _check(cfg)
     rows = []
     for seed in cfg.seeds:
         for domain in cfg.domains:
@@ -86,7 +85,6 @@ def run_stage(run: Run) -> None:
     """Every domain, agent and fault scale with one policy profile and seed (episode rows)."""
     from repro26.nesyproact import evaluate
 
-    _check(run.cfg)
     name = run.variant["policy"]
     allowed = [*run.cfg.policies, *(["endpoint"] if run.cfg.endpoint else [])]
     if name not in allowed:

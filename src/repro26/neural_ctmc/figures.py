@@ -191,6 +191,7 @@ def synthetic_bounds_and_variance(run):
                    label=None if i else f"{d} draw{'s' if d > 1 else ''} per sequence")
             ax.plot(np.full(vals.size, i + 0.4 * k - 0.2), vals, "k.", markersize=3)
     ax.set_yscale("log")
+    plotting.plain_log_ticks(ax.yaxis)
     ax.set_xticks(range(len(METHODS)), [LABELS[m].split(" ")[0] for m in METHODS], fontsize=7)
     ax.set_ylabel("estimator sd (nats / sequence)")
     ax.set_title("estimator spread")

@@ -93,7 +93,7 @@ def _case(run: Run) -> str:
     return case
 
 
-@stage({"case": str})
+@stage({"case": str}, reads=("seeds", *(f.name for f in dataclasses.fields(data_mod.Sizes))))
 def data_stage(run: Run) -> None:
     """Problems of every seed, their nerve skeletons, spanning trees and schedules -> ``.npz``."""
     from repro26.nsmp import model, train

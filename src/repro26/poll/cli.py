@@ -118,7 +118,6 @@ def exact_jobs(cfg: Config) -> dict[str, list[int]]:
 
 
 def _family(run: Run, allowed) -> str:
-    check(run.cfg)
     family = run.variant["family"]
     if family not in allowed:
         raise UsageError(f"--variant family: '{family}' is unknown; allowed: "
@@ -177,7 +176,6 @@ def adversary_stage(run: Run) -> None:
     """Best misreports (plain vs probe-scored) and adversary detection: two tables."""
     from repro26.poll import evaluate
 
-    check(run.cfg)
     cfg = run.cfg
     incentives, detection = evaluate.adversary_job(cfg, _graphs(run), cfg.adversary_family,
                                                    cfg.adversary_n)

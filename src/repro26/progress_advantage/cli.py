@@ -123,7 +123,6 @@ def tabular_stage(run: Run) -> None:
     (``--out``: a folder; writes tabular_final.csv, tabular_curve.csv, tabular_scatter.csv)."""
     from repro26.progress_advantage import evaluate
 
-    check(run.cfg)
     final, curve, scatter = evaluate.tabular(run.cfg, run.progress)
     out = Path(run.out)
     io.write_table(out / "tabular_final.csv", final, run.meta())
@@ -140,7 +139,6 @@ def data_stage(run: Run) -> None:
     from repro26.progress_advantage import evaluate, train
 
     cfg = run.cfg
-    check(cfg)
     spec = evaluate.task_spec(cfg)
     demos = [train.demonstrations(spec, jax.random.fold_in(jax.random.PRNGKey(s), 2), cfg.n_demos,
                                   cfg.demo_noise) for s in cfg.seeds]
@@ -160,7 +158,6 @@ def train_stage(run: Run) -> None:
     from repro26.progress_advantage import evaluate, train
 
     cfg = run.cfg
-    check(cfg)
     spec = evaluate.task_spec(cfg)
     model, out = run.variant["model"], Path(run.out)
     ckpt = out.with_suffix(".ckpt")
@@ -193,7 +190,6 @@ def evaluate_stage(run: Run) -> None:
     from repro26.progress_advantage import evaluate
 
     cfg = run.cfg
-    check(cfg)
     models = tuple(load_models(cfg, run, "rl_kl", "ref", "rl_clip", "prm", "orm"))
     bon, roc, attr, pol, bs = evaluate.agentic(cfg, models, run.progress)
     out = Path(run.out)

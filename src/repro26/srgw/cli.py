@@ -63,7 +63,7 @@ class Config:
     scaling_iters: int = 10
 
 
-def _check(cfg: Config) -> None:
+def check(cfg: Config) -> None:
     from repro26.core.config import ConfigError
     from repro26.srgw import evaluate
 
@@ -87,13 +87,13 @@ def _check(cfg: Config) -> None:
             raise ConfigError(f"srgw.sbms.{fam}: p_in, p_out in [0, 1] and at least 2 sizes")
 
 
-@stage()
+@stage(reads=("sbms", "graphons", "sbm_ns", "graphon_ns", "k_rule", "k_scale",
+               "k_exponent", "k_grid", "real_networks"))
 def data_stage(run: Run) -> None:
     """Manifest of the synthetic families (true parameters, grids) and the real adjacencies."""
     from repro26.srgw import data, evaluate
 
     cfg = run.cfg
-    _check(cfg)
     manifest = {"families": {}, "meta": run.meta()}
     for fam in evaluate.families(cfg):
         ns = evaluate.family_ns(cfg, fam)
@@ -120,7 +120,6 @@ def fit_stage(run: Run) -> None:
     """One family and n: every estimator on the graph of every seed."""
     from repro26.srgw import evaluate
 
-    _check(run.cfg)
     family, n = run.variant["family"], run.variant["n"]
     if family not in evaluate.families(run.cfg):
         raise UsageError(f"--variant family: '{family}' is unknown; allowed: "
@@ -138,7 +137,6 @@ def pot_stage(run: Run) -> None:
     """Ours vs POT's solver (same estimator, same initial couplings) for one seed."""
     from repro26.srgw import evaluate
 
-    _check(run.cfg)
     rows = evaluate.pot_compare_seed(run.cfg, run.seed, progress=run.progress)
     io.write_table(run.out, rows, run.meta())
 
@@ -149,7 +147,6 @@ def scaling_stage(run: Run) -> None:
     (``solver=pot``), every seed, mean degree and K of the config."""
     from repro26.srgw import evaluate
 
-    _check(run.cfg)
     n, solver = run.variant["n"], run.variant["solver"]
     grids = {"ours": run.cfg.scaling_ns, "pot": run.cfg.scaling_pot_ns}
     if solver not in grids:

@@ -115,12 +115,11 @@ def models_of(cfg: Config, task: str) -> tuple[str, ...]:
     return cfg.image_models if task == "images" else cfg.text_models
 
 
-@stage({"task": TASK})
+@stage({"task": TASK}, reads=("images", "text", "data_seed"))
 def data_stage(run: Run) -> None:
     """One task's data: cluttered glyph digits (images) or KJV character windows (text)."""
     from repro26.theseus import data
 
-    check(run.cfg)
     if run.variant["task"] == "images":
         arrays = data.image_splits(run.cfg.images, run.cfg.data_seed)
     else:
@@ -135,7 +134,6 @@ def train_stage(run: Run) -> None:
     from repro26.theseus import data, train
 
     cfg = run.cfg
-    check(cfg)
     task_name, model = run.variant["task"], run.variant["model"]
     if model not in models_of(cfg, task_name):
         raise UsageError(f"--variant model: '{model}' is not in theseus."
@@ -157,7 +155,6 @@ def evaluate_stage(run: Run) -> None:
     and the per-stage rows of every job (tables/stages.csv)."""
     from repro26.theseus import evaluate
 
-    check(run.cfg)
     final, stages = evaluate.gather(run.cfg, run.inputs)
     out = Path(run.out)
     io.write_table(out / "final.csv", final, run.meta())
