@@ -76,8 +76,11 @@ rule stage_config:
     wildcard_constraints:
         method="|".join(BUILT_METHODS) or "NO_METHOD_BUILT",
         stage=r"[a-z0-9_]+",
+    log:
+        f"{RESULTS}/{{method}}/logs/config_{{stage}}.log",
     run:
         write_stage_config(output[0], wildcards.method, wildcards.stage)
+        Path(log[0]).write_text(f"config slice {params.config_slice}\n")
 
 
 rule report:
