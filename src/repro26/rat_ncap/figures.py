@@ -101,7 +101,7 @@ def gait_vs_speed(run):
     95% CI over seeds. Grey bands: approximate published rat ranges (Clarke & Parker 1986;
     Gillis & Biewener 2001). Missing points: no stepping or a fall."""
     t = eval_tables(run)[run.cfg.main_variant]
-    fig, axes = subplots(1, 3, width=3.4)
+    fig, axes = subplots(1, 3, width=3.4, layout="constrained")
     v, speed = per_seed(t, "speed")
     _errorbar(axes[0, 0], v, speed, label="achieved")
     axes[0, 0].plot(v, v, "k--", lw=1, label="commanded")
@@ -131,7 +131,7 @@ def interfaces(run):
     over seeds and speeds."""
     evals = eval_tables(run)
     names = interface_variants(run.cfg)
-    fig, axes = subplots(1, 2, width=3.2)
+    fig, axes = subplots(1, 2, width=3.4, layout="constrained")
     for i, name in enumerate(names):
         _, rew = per_seed(evals[name], "reward")
         _, succ = per_seed(evals[name], "success")
@@ -182,13 +182,14 @@ def ablations(run):
             else:
                 ax.text(i, 0.25, "no rhythm", ha="center", va="center", rotation=90, fontsize=6)
         ax.set_xticks(range(len(CONDITIONS)), CONDITIONS)
+        ax.set_xlim(-0.6, len(CONDITIONS) - 0.4)
         ax.set_ylim(-0.1, 0.55)
         ax.axhline(0, color="k", lw=0.5)
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("silenced population")
     axes[0, 0].set_ylabel("hind L-R lag: distance from 0\n(0.5 = alternation, 0 = synchrony)")
     fig.suptitle(f"{run.cfg.main_variant}: ablations (numbers under bars: phase-locking strength)",
-                 fontsize=8)
+                 fontsize=8, y=1.03)
     return fig
 
 
@@ -200,7 +201,7 @@ def gait_diagram(run):
     t = tables.read(run.input(f"eval/{run.cfg.main_variant}_contacts.csv"))
     seed = int(np.min(t["seed"]))
     speeds = sorted(set(t["v_cmd"].tolist()))
-    fig, axes = subplots(len(speeds), 1, width=6.0, height=1.3)
+    fig, axes = subplots(len(speeds), 1, width=6.0, height=1.5, sharex=True, layout="constrained")
     for k, v in enumerate(speeds):
         ax = axes[k, 0]
         for i, paw in enumerate(("LF", "RF", "LH", "RH")):
