@@ -49,13 +49,13 @@ def test_strategies_solve_quadratic(strategy):
 
 
 def test_sign_constraints_hold_after_updates():
-    """Candidates and ES means anywhere in R^72 unravel to NCAP modules whose effective weights
+    """Candidates and ES means anywhere in R^75 unravel to NCAP modules whose effective weights
     keep the presynaptic sign of every synapse type; the unconstrained baseline's do not."""
     policy = RatNCAP("torque", True, 0.025, 0.1)
     unconstrained = RatNCAP("torque", False, 0.025, 0.1)
     flat0, unravel = ravel_policy(policy)
     _, unravel_free = ravel_policy(unconstrained)
-    assert flat0.size == 72
+    assert flat0.size == 75
     es = RefinedES(pop_size=8, lr=0.5, sigma0=1.0, groups=tuple(int(g) for g in policy.groups()))
     state = es.init(flat0)
 
@@ -107,3 +107,60 @@ def test_state_types_are_invariant_under_tell(strategy):
     avals = lambda s: [jax.typeof(a) for a in jax.tree.leaves(s)]  # noqa: E731
     assert jax.tree.structure(state) == jax.tree.structure(new)
     assert avals(state) == avals(new)
+
+
+def test_weight_decay_pulls_toward_the_initial_mean_not_zero():
+    """With a decay far stronger than the search gradient, one Adam step moves every entry by
+    lr toward the initial mean m_0 = 2 (from 1: up), where decay toward 0 would move it down."""
+    es = OpenAIES(pop_size=8, lr=0.01, weight_decay=1e6)
+    state = es.init(jnp.full(5, 2.0))
+    state = eqx_replace_mean(state, jnp.ones(5))
+    x = es.ask(state, jax.random.PRNGKey(0))
+    new = es.tell(state, x, quadratic(x))
+    np.testing.assert_allclose(new.mean, 1.0 + 0.01, rtol=1e-4)
+
+
+def eqx_replace_mean(state, mean):
+    import equinox as eqx
+
+    return eqx.tree_at(lambda s: s.mean, state, mean)
+
+
+def test_refined_es_replaces_an_elite_that_scores_worse_when_re_evaluated():
+    """An elite stored with a lucky score of 10 blocks every candidate scoring 1 unless it is
+    re-evaluated on the same episodes (here: 0.5)."""
+    es = RefinedES(pop_size=4, patience=100)
+    state = es.init(jnp.zeros(5))
+    import equinox as eqx
+
+    state = eqx.tree_at(lambda s: s.elite_fitness, state, jnp.asarray(10.0))
+    x = es.ask(state, jax.random.PRNGKey(0))
+    fitness = jnp.array([1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(es.reevaluate(state), state.elite[None])
+    kept = es.tell(state, x, fitness)
+    assert int(kept.stall) == 1 and bool(jnp.all(kept.elite == state.elite))
+    replaced = es.tell(state, x, fitness, jnp.array([0.5]))
+    assert int(replaced.stall) == 0
+    np.testing.assert_array_equal(replaced.elite, x[0])
+
+
+def test_diag_cma_matches_evosax_sep_cma_es():
+    """One generation of the diagonal CMA-ES against evosax's separable CMA-ES from the same
+    candidates: the same mean, step size and diagonal covariance. evosax keeps the full-CMA
+    learning rates c_1, c_mu; Ros & Hansen (2008) scale them by (n + 2) / 3 for the diagonal
+    model, so the reference gets ours (the only difference: with its own, C differs by ~8%)."""
+    pytest.importorskip("evosax")
+    from evosax.algorithms import Sep_CMA_ES
+
+    n, pop = 5, 12
+    ref = Sep_CMA_ES(population_size=pop, solution=jnp.zeros(n))
+    ours = DiagCMAES(pop_size=pop, sigma0=0.3)
+    k = ours._consts(n)
+    params = ref.default_params.replace(std_init=0.3, c_1=k["c_1"], c_mu=k["c_mu"])
+    ref_state = ref.init(jax.random.PRNGKey(0), jnp.full(n, 0.5), params)
+    x, ref_state = ref.ask(jax.random.PRNGKey(1), ref_state, params)
+    new_ref, _ = ref.tell(jax.random.PRNGKey(2), x, -quadratic(x), ref_state, params)  # evosax minimises
+    new = ours.tell(ours.init(jnp.full(n, 0.5)), x, quadratic(x))
+    np.testing.assert_allclose(new.mean, new_ref.mean, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(new.sigma, new_ref.std, rtol=1e-4)
+    np.testing.assert_allclose(new.c, new_ref.C, rtol=1e-4)

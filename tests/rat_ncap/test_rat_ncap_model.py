@@ -9,7 +9,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from repro26.rat_ncap.model import (
-    DRIVE0, IAF, MNE, MNF, N_NEURONS, RGE, RGF, SYNAPSES, V0D, V0V, V3, MLPPolicy, RatNCAP,
+    DRIVE0, IAF, LPND, MNE, MNF, N_NEURONS, RGE, RGF, SYNAPSES, V0D, V0V, V3, MLPPolicy, RatNCAP,
     initial_theta, interface_ctrl, matsuoka_period, mlp_hidden_for, num_params, ravel_policy,
     silence_mask,
 )
@@ -64,12 +64,12 @@ def test_rhythm_generator_without_input_oscillates_with_predicted_period():
 
 def test_silencing_masks_populations():
     mask = silence_mask(("V0", "V3"))
-    assert mask[V0D] == mask[V0V] == mask[V3] == 0 and mask.sum() == N_NEURONS - 3
+    assert mask[V0D] == mask[V0V] == mask[LPND] == mask[V3] == 0 and mask.sum() == N_NEURONS - 4
     assert silence_mask(("Ia",))[IAF[0]] == 0
 
 
 def test_silenced_v0_has_no_effect_on_output_when_its_weights_are_zero():
-    theta = {**initial_theta(), "v0d_rgf": jnp.zeros(2), "ini_rgf": jnp.zeros(2)}
+    theta = {**initial_theta(), "v0d_rgf": jnp.zeros(2), "ini_rgf": jnp.zeros(2), "lpnd_rgf": jnp.zeros(2)}
     policy = RatNCAP("torque", True, TAU, T_ADAPT, theta)
     q = jnp.linspace(-0.2, 0.2, 8)
 
@@ -100,15 +100,15 @@ def test_interfaces():
 
 
 def test_parameter_counts():
-    """NCAP has 72 parameters: 29 per-girdle synapse types and biases (x 2 girdles), 3 per-joint
-    ones (x 2 joints x 2 girdles) and the 2 brainstem-drive gains."""
+    """NCAP has 75 parameters: 30 per-girdle synapse types and biases (x 2 girdles), 3 per-joint
+    ones (x 2 joints x 2 girdles), the 2 brainstem-drive gains and the adaptation speed-up."""
     ncap = RatNCAP("torque", True, TAU, T_ADAPT)
     per_joint = sum(1 for *_, shape in SYNAPSES.values() if shape)
-    assert (len(SYNAPSES), per_joint, len(DRIVE0)) == (32, 3, 2)
-    assert num_params(ncap) == 2 * (32 - 3) + 2 * 2 * 3 + 2 == 72
-    assert ravel_policy(ncap)[0].size == ncap.groups().size == 72
-    eq = MLPPolicy((mlp_hidden_for(72),), "torque", jax.random.PRNGKey(0))
-    assert abs(num_params(eq) - 72) <= 23 + 1 + 16
+    assert (len(SYNAPSES), per_joint, len(DRIVE0)) == (33, 3, 3)
+    assert num_params(ncap) == 2 * (33 - 3) + 2 * 2 * 3 + 3 == 75
+    assert ravel_policy(ncap)[0].size == ncap.groups().size == 75
+    eq = MLPPolicy((mlp_hidden_for(75),), "torque", jax.random.PRNGKey(0))
+    assert abs(num_params(eq) - 75) <= 23 + 1 + 16
     big = MLPPolicy((128, 128), "torque", jax.random.PRNGKey(0))
     assert num_params(big) == 23 * 128 + 128 + 128 * 128 + 128 + 128 * 16 + 16
     assert big.groups().tolist() == [0] * (23 * 128 + 128) + [1] * (128 * 128 + 128) + [2] * (128 * 16 + 16)

@@ -38,13 +38,20 @@ def test_smoke_end_to_end(tmp_path):
         out = tmp_path / "eval" / f"{variant}.csv"
         _stage("evaluate", "--variant", f"variant={variant}", "--input", str(path), "--out", str(out))
         evals.append(str(out))
+    base = tmp_path / "eval" / "baselines.csv"
+    _stage("baselines", "--out", str(base))
+    evals.append(str(base))
+    fictive = tmp_path / "fictive.csv"
+    _stage("fictive", "--variant", "variant=ncap-torque-refined", "--input", str(runs["ncap-torque-refined"]),
+           "--out", str(fictive))
     # full-rodent transfer: runs with the optional extra dm-control, else a one-row table saying so
     rodent_csv = tmp_path / "rodent.csv"
     _stage("rodent", "--input", str(runs["ncap-torque-refined"]), "--out", str(rodent_csv))
     assert "status" in rodent_csv.read_text()
-    tables = evals + [str(p.with_suffix(".csv")) for p in runs.values()] + [str(rodent_csv)]
+    contacts = [str(tmp_path / "eval" / "ncap-torque-refined_contacts.csv")]
+    tables = evals + contacts + [str(p.with_suffix(".csv")) for p in runs.values()] + [str(rodent_csv), str(fictive)]
     figures = method_figures("rat_ncap")
-    assert list(figures) == ["learning_curves", "gait_vs_speed", "interfaces", "ablations",
+    assert list(figures) == ["learning_curves", "gait_vs_speed", "interfaces", "ablations", "gait_diagram",
                              "params_vs_reward", "rodent_transfer"]
     for fig in figures:
         png = tmp_path / "figures" / f"{fig}.png"
@@ -52,7 +59,8 @@ def test_smoke_end_to_end(tmp_path):
         assert png.stat().st_size > 0 and png.with_suffix(".pdf").is_file()
         assert png.with_suffix(".rst").read_text().strip()
     _stage("speed", "--out", str(tmp_path / "speed.csv"))
-    _stage("claims", "--input", *evals, str(tmp_path / "speed.csv"), "--out", str(tmp_path / "claims.json"))
+    _stage("claims", "--input", *evals, str(fictive), str(tmp_path / "speed.csv"),
+           "--out", str(tmp_path / "claims.json"))
     claims = json.loads((tmp_path / "claims.json").read_text())
     assert [c["id"] for c in claims["claims"]] == ["locomotion_speeds", "interface_trainability",
                                                   "v0_v3_ablation", "ncap_vs_mlp_params"]

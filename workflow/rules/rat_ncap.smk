@@ -1,5 +1,6 @@
 # rat_ncap: Rat v2 analogue body + Rat NCAP trained by evolution strategies (issue 9).
-# speed; train (one job per variant and seed) -> evaluate (one job per variant); rodent transfer.
+# speed; train (one job per variant and seed) -> evaluate (one job per variant); baselines
+# (do-nothing, random and initial circuit); fictive locomotion of the main variant; rodent transfer.
 # Figures, claims and the `rat_ncap` target come from workflow/rules/protocol.smk.
 RN = "rat_ncap"
 RN_CFG = method_config(RN)
@@ -56,11 +57,14 @@ rule rat_ncap_evaluate:
         cfg=out(RN, "config.json"),
         runs=lambda w: [out(RN, "runs", w.variant, f"seed{s}.json") for s in RN_SEEDS],
     output:
-        out(RN, "eval", "{variant}.csv"),
+        table=out(RN, "eval", "{variant}.csv"),
+        contacts=out(RN, "eval", "{variant}_contacts.csv"),
     log:
         log_path(RN, "evaluate_{variant}"),
     benchmark:
         bench_path(RN, "evaluate_{variant}")
+    wildcard_constraints:
+        variant="|".join(RN_CFG["variants"]),
     threads: THREADS
     resources:
         **train_resources(),
@@ -70,7 +74,47 @@ rule rat_ncap_evaluate:
         stage(
             RN,
             "evaluate",
-            "--no-progress --variant variant={wildcards.variant} --input {input.runs} --out {output}",
+            "--no-progress --variant variant={wildcards.variant} --input {input.runs} --out {output.table}",
+        )
+
+
+rule rat_ncap_baselines:
+    """Do-nothing, random-circuit and initial-circuit rows on the evaluation episodes."""
+    input:
+        cfg=out(RN, "config.json"),
+    output:
+        table=out(RN, "eval", "baselines.csv"),
+        contacts=out(RN, "eval", "baselines_contacts.csv"),
+    log:
+        log_path(RN, "baselines"),
+    benchmark:
+        bench_path(RN, "baselines")
+    threads: THREADS
+    conda:
+        ENV
+    shell:
+        stage(RN, "baselines", "--no-progress --out {output.table}")
+
+
+rule rat_ncap_fictive:
+    """Fictive locomotion (no body) of the main variant, initial and trained, with ablations."""
+    input:
+        cfg=out(RN, "config.json"),
+        runs=[out(RN, "runs", RN_CFG["main_variant"], f"seed{s}.json") for s in RN_SEEDS],
+    output:
+        out(RN, "fictive.csv"),
+    log:
+        log_path(RN, "fictive"),
+    benchmark:
+        bench_path(RN, "fictive")
+    threads: THREADS
+    conda:
+        ENV
+    shell:
+        stage(
+            RN,
+            "fictive",
+            f"--no-progress --variant variant={RN_CFG['main_variant']} --input {{input.runs}} --out {{output}}",
         )
 
 

@@ -20,9 +20,13 @@ we derive a reduced body from it:
   (hip_extend [-1.57, 1.05], knee [-1.22, 1.54], shoulder [-1.31, 0.87], elbow [-1.31, 0.70]
   rad); signs are chosen so that a positive angle is *flexion* at every joint. Each joint has
   a passive spring to the standing posture (0.08 N m/rad) and damping (5e-3 N m s/rad).
+* splay: the proximal segments point outward so that the paws sit 1.5x wider than the
+  girdle attachments (fore track 6.6 cm, hind 7.8 cm; rats stand with splayed limbs), which
+  gives the support polygon a roll-resisting width; hip/shoulder ab/adduction is not a joint
+  of this body (not done: it would change the controller's joint count).
 * actuators: a flexor and an extensor motor per joint (16 in all), each pulling only
-  (ctrl in [0, 1]); gear 0.3 N m (hip/shoulder) and 0.2 N m (knee/elbow), rodent.xml's
-  ``gainprm`` of hip_extend / knee.
+  (ctrl in [0, 1]); gear 0.08 N m at every joint (:data:`GEAR`: a few times the static
+  torque of standing; rodent.xml's ``gainprm`` of 0.3 N m let one hip hold the whole body).
 * contacts: paw spheres against the floor only (``contype``/``conaffinity`` bits); nothing
   else collides. The free trunk has 6 DoF, so the body has nq = 15, nv = 14.
 
@@ -53,10 +57,19 @@ JOINTS_PER_LIMB = 2
 N_JOINTS = len(LIMBS) * JOINTS_PER_LIMB
 N_ACTUATORS = 2 * N_JOINTS
 STAND_HEIGHT = 0.062  # trunk height (m) of the initial standing posture
+SPLAY = 0.5  # outward offset of the proximal segment, fraction of the girdle half-width
+#: actuator gear (N m) of the proximal and distal joints: about 5-8x the static joint torque of
+#: the standing posture (0.010 N m hip/shoulder, 0.017 N m knee/elbow, carried by the passive
+#: springs of the settled body), room for the 2-4x body-weight peaks of ground reaction force
+#: in trot and gallop, and far below rodent.xml's 0.3 N m, with which one hip could lift the
+#: whole 3.4 N body and a bound (no roll moment) beat every alternating gait
+GEAR = (0.08, 0.08)
 
 
 def _limb(name: str, x: float, y: float, fore: bool) -> str:
-    """One limb: proximal and distal segment, paw sphere, flexion-positive hinge axes."""
+    """One limb: proximal and distal segment, paw sphere, flexion-positive hinge axes. The
+    proximal segment also points outward by ``SPLAY`` x |y|, so the paws sit 1.5x wider than
+    the girdle attachments (splayed, as in rat stance) and the support polygon resists roll."""
     if fore:  # shoulder/elbow; humerus points down-back, forearm down-forward
         seg1, seg2 = (-0.010, -0.022), (0.006, -0.026)
         m1, m2, r1, r2, paw_r, paw_m = 0.006, 0.004, 0.005, 0.004, 0.0035, 0.002
@@ -67,12 +80,13 @@ def _limb(name: str, x: float, y: float, fore: bool) -> str:
         m1, m2, r1, r2, paw_r, paw_m = 0.012, 0.007, 0.0087, 0.0066, 0.004, 0.004
         j1, j2, rng1, rng2 = "hip", "knee", "-1.05 1.57", "-1.22 1.54"
         ax1, ax2 = "0 -1 0", "0 1 0"
-    g1, g2 = (0.3, 0.2)
+    g1, g2 = GEAR
+    out = round(SPLAY * y, 4)
     return f"""
       <body name="{name}_upper" pos="{x} {y} -0.010">
         <joint name="{name}_{j1}" axis="{ax1}" range="{rng1}" class="limb"/>
-        <geom type="capsule" fromto="0 0 0 {seg1[0]} 0 {seg1[1]}" size="{r1}" mass="{m1}"/>
-        <body name="{name}_lower" pos="{seg1[0]} 0 {seg1[1]}">
+        <geom type="capsule" fromto="0 0 0 {seg1[0]} {out} {seg1[1]}" size="{r1}" mass="{m1}"/>
+        <body name="{name}_lower" pos="{seg1[0]} {out} {seg1[1]}">
           <joint name="{name}_{j2}" axis="{ax2}" range="{rng2}" class="limb"/>
           <geom type="capsule" fromto="0 0 0 {seg2[0]} 0 {seg2[1]}" size="{r2}" mass="{m2}"/>
           <geom name="{name}_paw" class="paw" pos="{seg2[0]} 0 {seg2[1]}" size="{paw_r}" mass="{paw_m}"/>

@@ -28,9 +28,8 @@ class ESConfig:
 @dataclasses.dataclass(frozen=True)
 class RewardConfig:
     w_track: float
-    w_up: float
     w_energy: float
-    sigma_v: float
+    track_tol: float
     reset_noise: float
 
 
@@ -50,6 +49,7 @@ class Config:
     train_speeds: tuple[float, ...]
     eval_speeds: tuple[float, ...]
     eval_s: float
+    fictive_s: float
     pop_size: int
     generations: int
     chunk: int
@@ -85,12 +85,23 @@ def check_config(cfg: Config) -> None:
         raise ConfigError(f"pop_size: must be an even integer >= 4, got {cfg.pop_size}")
     if len(cfg.eval_speeds) < 1 or min(cfg.eval_speeds + cfg.train_speeds) <= 0:
         raise ConfigError("eval_speeds/train_speeds: need positive speeds (m/s)")
-    if cfg.eval_s <= 1.5:
-        raise ConfigError(f"eval_s: must exceed the 1 s transient plus a stride, got {cfg.eval_s}")
+    if cfg.eval_s < 2.0:
+        raise ConfigError(f"eval_s: must cover the 0.5 s transient plus the 1.5 s gait diagram, got {cfg.eval_s}")
+    if cfg.fictive_s < 3.0:
+        raise ConfigError(f"fictive_s: must cover the 1 s transient plus a few bursts (>= 3 s), got {cfg.fictive_s}")
+
+
+EVAL_KEY = 12345  # evaluation episodes (shared by every variant and baseline)
+RANDOM_CIRCUIT_KEY = 1000  # random circuit of seed s: PRNGKey(RANDOM_CIRCUIT_KEY + s)
 
 
 def _history_path(out):
     return out.with_suffix(".csv")
+
+
+def contacts_path(out):
+    """The paw-contact table written next to an evaluation table."""
+    return out.with_name(out.stem + "_contacts.csv")
 
 
 @stage()
@@ -160,10 +171,81 @@ def evaluate_stage(run: Run) -> None:
     params = np.stack([np.asarray(r["params"], np.float32) for r in runs])
     env = body.make_env(cfg.timestep)
     policy = build_policy(variant, cfg, jax.random.PRNGKey(0))  # its weights: each row of params
-    rows = evaluate.evaluate_variant(policy, env, params, cfg.seeds, cfg.eval_speeds, cfg,
-                                     reward_spec(cfg), jax.random.PRNGKey(12345))
+    rows, contacts = evaluate.evaluate_variant(policy, env, params, cfg.seeds, cfg.eval_speeds, cfg,
+                                               reward_spec(cfg), jax.random.PRNGKey(EVAL_KEY))
     for row in rows:
         row.update(variant=name, num_params=int(params.shape[1]))
+    write_table(contacts_path(run.out), contacts, run.meta())
+    write_table(run.out, rows, run.meta())
+
+
+@stage()
+def baselines_stage(run: Run) -> None:
+    """The trivial controllers every table is read against, on the same episodes (keys) as
+    every variant's evaluation: ``do-nothing`` (all motor commands 0), ``random-circuit``
+    (NCAP torque with random magnitudes, :func:`~repro26.rat_ncap.model.random_theta`, one per
+    seed) and ``initial-circuit`` (NCAP torque at its initial, untrained parameters)."""
+    import jax
+    import numpy as np
+
+    from repro26.core.io import write_table
+    from repro26.rat_ncap import body, evaluate
+    from repro26.rat_ncap.model import DoNothing, RatNCAP, random_theta, ravel_policy
+    from repro26.rat_ncap.train import reward_spec
+
+    cfg = run.cfg
+    check_config(cfg)
+    env = body.make_env(cfg.timestep)
+    n = len(cfg.seeds)
+    seed_keys = jax.random.split(jax.random.PRNGKey(EVAL_KEY), n)
+    rows, contacts = evaluate.evaluate_variant(DoNothing(), env, np.zeros((n, 0), np.float32), cfg.seeds,
+                                               cfg.eval_speeds, cfg, reward_spec(cfg), None, ("intact",), seed_keys)
+    for row in rows:
+        row.update(condition="do-nothing", num_params=0)
+    ncap = RatNCAP("torque", True, cfg.tau, cfg.tau_adapt)
+    random_rows = [ravel_policy(RatNCAP("torque", True, cfg.tau, cfg.tau_adapt,
+                                        random_theta(jax.random.PRNGKey(RANDOM_CIRCUIT_KEY + s))))[0]
+                   for s in cfg.seeds]
+    params = np.concatenate([np.stack(random_rows), np.tile(ravel_policy(ncap)[0], (n, 1))])
+    more, _ = evaluate.evaluate_variant(ncap, env, params, list(cfg.seeds) * 2, cfg.eval_speeds, cfg,
+                                        reward_spec(cfg), None, ("intact",), np.concatenate([seed_keys] * 2))
+    for i, row in enumerate(more):
+        row.update(condition="random-circuit" if i < len(more) // 2 else "initial-circuit",
+                   num_params=int(params.shape[1]))
+    for row in rows + more:
+        row["variant"] = "baseline"
+    write_table(contacts_path(run.out), contacts, run.meta())
+    write_table(run.out, rows + more, run.meta())
+
+
+@stage({"variant": str})
+def fictive_stage(run: Run) -> None:
+    """Fictive locomotion (circuit without body) of the main variant, initial and trained, for
+    every ablation: lags, phase-locking and population rates per seed and speed."""
+    import jax
+    import numpy as np
+
+    from repro26.core.io import read_json, write_table
+    from repro26.rat_ncap import evaluate
+    from repro26.rat_ncap.model import ravel_policy
+    from repro26.rat_ncap.train import build_policy, parse_variant
+
+    cfg = run.cfg
+    check_config(cfg)
+    name = _variant(run)
+    if not name.startswith("ncap"):
+        raise UsageError(f"--variant variant: fictive locomotion needs an NCAP variant, got {name!r}")
+    policy = build_policy(parse_variant(name), cfg, jax.random.PRNGKey(0))
+    trained = np.stack([np.asarray(read_json(run.input(f"{name}/seed{s}.json"))["params"], np.float32)
+                        for s in cfg.seeds])
+    initial = np.tile(np.asarray(ravel_policy(policy)[0]), (len(cfg.seeds), 1))
+    key = jax.random.PRNGKey(EVAL_KEY)
+    rows = []
+    for label, params in (("initial", initial), ("trained", trained)):
+        rows += evaluate.fictive_rows(policy, params, cfg.seeds, cfg.eval_speeds, cfg.fictive_s, cfg.timestep,
+                                      key, label)
+    for row in rows:
+        row["variant"] = name
     write_table(run.out, rows, run.meta())
 
 
@@ -207,5 +289,7 @@ STAGES = {
     "speed": speed_stage,
     "train": train_stage,
     "evaluate": evaluate_stage,
+    "baselines": baselines_stage,
+    "fictive": fictive_stage,
     "rodent": rodent_stage,
 }

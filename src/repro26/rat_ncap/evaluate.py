@@ -1,6 +1,6 @@
 """Evaluation: rollouts of trained controllers, gait statistics, ablations, env-steps/s.
 
-Gait statistics of one episode (after a 1 s transient), from the recorded kinematics:
+Gait statistics of one episode (after a 0.5 s transient), from the recorded kinematics:
 
 * stride frequency (Hz): 1 / median interval between upward zero crossings (swing onsets) of
   the mean-removed hip/shoulder angle, averaged over the four limbs;
@@ -8,9 +8,16 @@ Gait statistics of one episode (after a 1 s transient), from the recorded kinema
 * phase lags in [0, 1): for each swing onset of the reference limb, the delay to the next onset
   of the other limb divided by the reference stride period, circular mean over strides;
   left-right hind (LH->RH), left-right fore (LF->RF), homolateral (LH->LF), diagonal (LH->RF);
-* gait class: "gallop/bound" when the hind left-right lag is within 0.25 of 0 (synchronous-
-  ish), else "trot" when the diagonal lag is within 0.125 of 0, else "walk"; "none" without
-  stepping (hip oscillation below 0.03 rad s.d.) or after a fall.
+  phase-locking strength of the hind left-right pair: resultant length of its per-stride lags
+  (1 = locked, 0 = drifting);
+* gait class: when the hind left-right lag is within 0.25 of 0 (synchronous-ish), "pronk"
+  if the fore-hind (homolateral) lag is also within 0.25 of 0, else "gallop/bound"; otherwise
+  "trot" when the diagonal lag is within 0.125 of 0, else "walk"; "none" without stepping
+  (hip oscillation below 0.03 rad s.d.) or after a fall.
+
+Fictive locomotion (:func:`fictive_traces`): the circuit alone, without a body (no afferent
+input, no paw load), as in an isolated spinal cord with drug-induced rhythm; the same lag and
+phase-locking statistics are taken from the onsets of the RG-F (flexor half-centre) bursts.
 
 Published rat ranges these are compared with (approximate, read from the sources):
 stride frequency ~2-5 Hz, rising with speed, duty factor falling from ~0.7 (slow walk) to
@@ -26,11 +33,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
 from repro26.core import tables
 from repro26.rat_ncap import body
 from repro26.rat_ncap.losses import rollout
-from repro26.rat_ncap.model import POPULATIONS, MLPPolicy, silence_mask
+from repro26.rat_ncap.model import (
+    LPND, LPNH, N_JOINTS, POPULATIONS, RGE, RGF, V0D, V0V, V2A, V3, MLPPolicy, RatNCAP, ravel_policy,
+    silence_mask,
+)
 
 #: XLA CPU options for programs that run once (evaluation): the legacy loop emitters compile
 #: the MJX rollout faster (measured 14.4 -> 11.9 s CPU for the recording rollout, 15.1 -> 9.3 s
@@ -40,7 +51,7 @@ FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False}
 CONDITIONS: tuple[str, ...] = ("intact", *POPULATIONS)  # intact and one ablation per population
 PAIRS = {"lr_hind": (2, 3), "lr_fore": (0, 1), "homolateral": (2, 0), "diagonal": (2, 1)}
 CONTACT_M = 1.5e-3
-TRANSIENT_S = 1.0
+TRANSIENT_S = 0.5
 
 
 def _onsets(signal: np.ndarray, dt: float) -> np.ndarray:
@@ -51,22 +62,57 @@ def _onsets(signal: np.ndarray, dt: float) -> np.ndarray:
     return (idx + frac) * dt
 
 
-def phase_lag(ref: np.ndarray, other: np.ndarray, period: float) -> float:
-    """Circular-mean delay of ``other``'s onsets after ``ref``'s, in units of the period."""
+def stride_lags(ref: np.ndarray, other: np.ndarray, period: float) -> np.ndarray:
+    """Per-stride delay of ``other``'s next onset after each of ``ref``'s, in periods, mod 1."""
     lags = []
     for t in ref:
         later = other[other >= t]
         if later.size:
             lags.append(((later[0] - t) / period) % 1.0)
-    return float(tables.circular_mean(lags)) if lags else float("nan")
+    return np.asarray(lags)
+
+
+def phase_lag(ref: np.ndarray, other: np.ndarray, period: float) -> float:
+    """Circular-mean delay of ``other``'s onsets after ``ref``'s, in units of the period."""
+    lags = stride_lags(ref, other, period)
+    return float(tables.circular_mean(lags)) if lags.size else float("nan")
+
+
+def coordination(signals: np.ndarray, dt: float) -> dict:
+    """Stride frequency, the four phase lags and the hind left-right phase-locking strength
+    from four limb signals ``(T, 4)`` (LF, RF, LH, RH) whose upward zero crossings mark swing
+    onsets; NaN where a limb has fewer than three onsets."""
+    nan = float("nan")
+    out = {"stride_freq": nan, **{k: nan for k in PAIRS}, "plv_lr_hind": nan}
+    onsets = [_onsets(signals[:, i], dt) for i in range(4)]
+    periods = [np.median(np.diff(o)) for o in onsets if o.size >= 3]
+    if len(periods) < 4:
+        return out
+    period = float(np.mean(periods))
+    out["stride_freq"] = 1.0 / period
+    for name, (a, b) in PAIRS.items():
+        out[name] = phase_lag(onsets[a], onsets[b], period)
+    lags = stride_lags(onsets[2], onsets[3], period)
+    out["plv_lr_hind"] = float(tables.resultant_length(lags)) if lags.size else nan
+    return out
+
+
+def gait_class(lags: dict) -> str:
+    """Gait from the lags (see the module docstring); pronk and bound differ by fore-hind lag."""
+    if not np.isfinite(lags["lr_hind"]):
+        return "none"
+    if tables.circular_distance(lags["lr_hind"], 0.0) < 0.25:
+        return "pronk" if tables.circular_distance(lags["homolateral"], 0.0) < 0.25 else "gallop/bound"
+    return "trot" if tables.circular_distance(lags["diagonal"], 0.0) < 0.125 else "walk"
+
 
 def gait_stats(q: np.ndarray, paw: np.ndarray, x: np.ndarray, alive: np.ndarray, dt: float) -> dict:
     """Gait statistics of one episode; ``q`` (T, 8), ``paw`` (T, 4), ``x`` (T,), ``alive`` (T,)."""
     start = int(round(TRANSIENT_S / dt))
     fell = not bool(alive[-1])
     nan = float("nan")
-    out = {"fell": fell, "speed": nan, "stride_freq": nan, "duty": nan, "gait": "none",
-           **{k: nan for k in PAIRS}}
+    out = {"fell": fell, "speed": nan, "duty": nan, "gait": "none",
+           **{k: nan for k in ("stride_freq", *PAIRS, "plv_lr_hind")}}
     end = len(x) if not fell else int(np.argmin(alive))
     if end - start > 10:
         out["speed"] = float((x[end - 1] - x[start]) / ((end - 1 - start) * dt))
@@ -75,36 +121,27 @@ def gait_stats(q: np.ndarray, paw: np.ndarray, x: np.ndarray, alive: np.ndarray,
     hips = q[start:, 0::2]
     if np.min(hips.std(axis=0)) < 0.03:
         return out
-    onsets = [_onsets(hips[:, i], dt) for i in range(4)]
-    periods = [np.median(np.diff(o)) for o in onsets if o.size >= 3]
-    if len(periods) < 4:
+    out.update(coordination(hips, dt))
+    if not np.isfinite(out["stride_freq"]):
         return out
-    period = float(np.mean(periods))
-    out["stride_freq"] = 1.0 / period
     out["duty"] = float(np.mean(paw[start:] < CONTACT_M))
-    for name, (a, b) in PAIRS.items():
-        out[name] = phase_lag(onsets[a], onsets[b], period)
-    if tables.circular_distance(out["lr_hind"], 0.0) < 0.25:
-        out["gait"] = "gallop/bound"
-    elif tables.circular_distance(out["diagonal"], 0.0) < 0.125:
-        out["gait"] = "trot"
-    else:
-        out["gait"] = "walk"
+    out["gait"] = gait_class(out)
     return out
 
 
 def rollout_traces(policy, env: body.Env, params: np.ndarray, speeds, n_steps: int, spec,
-                   record_every: int, conditions: tuple[str, ...], key: jax.Array) -> dict:
+                   record_every: int, conditions: tuple[str, ...], key: jax.Array,
+                   seed_keys: jax.Array | None = None) -> dict:
     """Traces for every (condition, seed, speed): arrays with leading axes (C, S, V, T).
 
     All ``C x S x V`` episodes run as one flat batch of :func:`~repro26.rat_ncap.losses.rollout`
     (one compiled program per variant); seed ``s`` uses the same episode key at every
-    condition and speed."""
+    condition and speed (``seed_keys[s]`` when given, else ``split(key, S)[s]``)."""
     n_c, n_s, n_v = len(conditions), params.shape[0], len(speeds)
     masks = np.stack([silence_mask(() if c == "intact" else (c,)) for c in conditions])
     idx_c, idx_s, idx_v = (a.ravel() for a in np.meshgrid(np.arange(n_c), np.arange(n_s), np.arange(n_v),
                                                             indexing="ij"))
-    keys = jax.random.split(key, n_s)[idx_s]
+    keys = (jax.random.split(key, n_s) if seed_keys is None else seed_keys)[idx_s]
     batch = (jnp.asarray(params)[idx_s], keys, jnp.asarray(speeds, jnp.float32)[idx_v],
              jnp.asarray(masks)[idx_c])
     run = jax.jit(lambda p, k, v, m: rollout(policy, env, p, k, v, n_steps, spec, m, record_every),
@@ -115,23 +152,41 @@ def rollout_traces(policy, env: body.Env, params: np.ndarray, speeds, n_steps: i
             **{k: np.asarray(v).reshape(shape + v.shape[1:]) for k, v in trace.items()}}
 
 
+GAIT_DIAGRAM_S = 1.5  # s of paw contacts kept per episode for the gait diagram
+
+
 def evaluate_variant(policy, env: body.Env, params: np.ndarray, seeds, speeds, cfg: Any, spec,
-                     key: jax.Array) -> list[dict]:
-    """Rows (condition, seed, commanded speed) with reward, success and gait statistics."""
-    conditions = ("intact",) if isinstance(policy, MLPPolicy) else CONDITIONS
+                     key: jax.Array, conditions: tuple[str, ...] | None = None,
+                     seed_keys: jax.Array | None = None) -> tuple[list[dict], list[dict]]:
+    """Rows (condition, seed, commanded speed) with reward, success, mean cost of transport
+    and gait statistics; and the intact episodes' paw contacts over the first
+    :data:`GAIT_DIAGRAM_S` after the transient (rows seed, speed, paw, t, contact)."""
+    if conditions is None:
+        conditions = ("intact",) if isinstance(policy, MLPPolicy) else CONDITIONS
     record_every = 2
+    dt = env.dt * record_every
     n_steps = int(round(cfg.eval_s / env.dt))
-    tr = rollout_traces(policy, env, params, speeds, n_steps, spec, record_every, conditions, key)
-    rows = []
+    tr = rollout_traces(policy, env, params, speeds, n_steps, spec, record_every, conditions, key, seed_keys)
+    start, stop = int(round(TRANSIENT_S / dt)), int(round((TRANSIENT_S + GAIT_DIAGRAM_S) / dt))
+    rows, contacts = [], []
     for c, cond in enumerate(conditions):
         for s, seed in enumerate(seeds):
             for v, speed in enumerate(speeds):
-                st = gait_stats(tr["q"][c, s, v], tr["paw"][c, s, v], tr["x"][c, s, v],
-                                tr["alive"][c, s, v], env.dt * record_every)
+                alive = tr["alive"][c, s, v]
+                st = gait_stats(tr["q"][c, s, v], tr["paw"][c, s, v], tr["x"][c, s, v], alive, dt)
                 success = (not st["fell"]) and abs(st["speed"] - speed) <= cfg.success_tolerance * speed
+                live = alive[start:]
+                cot = float(np.mean(tr["cot"][c, s, v][start:][live])) if live.any() else float("nan")
                 rows.append({"condition": cond, "seed": seed, "v_cmd": float(speed),
-                             "reward": float(tr["fitness"][c, s, v]), "success": bool(success), **st})
-    return rows
+                             "reward": float(tr["fitness"][c, s, v]), "success": bool(success),
+                             "cot": cot, **st})
+                if c == 0:
+                    for i, paw in enumerate(body.LIMBS):
+                        for t in range(start, min(stop, alive.size)):
+                            contacts.append({"seed": seed, "v_cmd": float(speed), "paw": paw,
+                                             "t": round(t * dt, 4), "alive": bool(alive[t]),
+                                             "contact": bool(tr["paw"][c, s, v, t, i] < CONTACT_M)})
+    return rows, contacts
 
 
 def env_speed(env: body.Env, batch: int, n_steps: int) -> dict:
@@ -170,3 +225,61 @@ def cpu_speed(model, n_steps: int) -> float:
     for _ in range(n_steps):
         mujoco.mj_step(model, data)
     return n_steps / (time.perf_counter() - t0)
+
+
+FICTIVE_TRANSIENT_S = 1.0
+#: populations whose mean firing rate (over limbs and time) the fictive table logs
+RATE_COLUMNS = {"RGF": RGF, "RGE": RGE, "V0d": V0D, "V0v": V0V, "V2a": V2A, "V3": V3,
+                "LPNd": LPND, "LPNh": LPNH}
+
+
+def fictive_traces(policy: RatNCAP, params: Float[Array, "B P"], keys: jax.Array, v_cmd: Float[Array, " B"],
+                   masks: Float[Array, "B 19"], n_steps: int, dt: float, record_every: int):
+    """Fictive locomotion of a batch of circuits (no body): joint angles held at the standing
+    posture (no Ia, no hip afferent), no paw load. Returns the flexor-minus-extensor RG rate
+    per limb ``(B, T, 4)`` every ``record_every`` steps, and the mean rate of every population
+    after :data:`FICTIVE_TRANSIENT_S` ``(B, 19)`` (mean over limbs)."""
+    _, unravel = ravel_policy(policy)
+    rest = jnp.zeros(N_JOINTS)
+    skip = int(round(FICTIVE_TRANSIENT_S / (dt * record_every)))
+
+    def episode(flat, key, v, mask):
+        circuit = unravel(flat)
+
+        def step(state, _):
+            return circuit(state, rest, rest, rest, v, dt, mask)[0], None
+
+        def record(state, _):
+            state = jax.lax.scan(step, state, None, length=record_every)[0]
+            return state, jnp.clip(state.x, 0.0, 1.0) * mask
+
+        _, rates = jax.lax.scan(record, circuit.init_state(key), None, length=n_steps // record_every)
+        return rates[:, :, RGF] - rates[:, :, RGE], jnp.mean(rates[skip:], axis=(0, 1))
+
+    run = jax.jit(jax.vmap(episode), compiler_options=FAST_COMPILE if jax.default_backend() == "cpu" else None)
+    signal, rates = run(jnp.asarray(params), keys, jnp.asarray(v_cmd, jnp.float32), jnp.asarray(masks))
+    return np.asarray(signal), np.asarray(rates)
+
+
+def fictive_rows(policy: RatNCAP, params: np.ndarray, seeds, speeds, seconds: float, dt: float,
+                 key: jax.Array, circuit: str, conditions: tuple[str, ...] = CONDITIONS) -> list[dict]:
+    """Rows (circuit, condition, seed, commanded speed) of fictive-locomotion statistics: the
+    lags and hind left-right phase-locking of RG-F burst onsets after the transient, the
+    burst frequency and population rates. Seed ``s`` uses the same initial state (key) at
+    every condition and speed; ``params[s]`` is its circuit."""
+    record_every = 2
+    n_c, n_s, n_v = len(conditions), params.shape[0], len(speeds)
+    masks = np.stack([silence_mask(() if c == "intact" else (c,)) for c in conditions])
+    idx_c, idx_s, idx_v = (a.ravel() for a in np.meshgrid(np.arange(n_c), np.arange(n_s), np.arange(n_v),
+                                                            indexing="ij"))
+    keys = jax.random.split(key, n_s)[idx_s]
+    signal, rates = fictive_traces(policy, params[idx_s], keys, np.asarray(speeds)[idx_v], masks[idx_c],
+                                   int(round(seconds / dt)), dt, record_every)
+    skip = int(round(FICTIVE_TRANSIENT_S / (dt * record_every)))
+    rows = []
+    for b in range(len(idx_c)):
+        stats = coordination(signal[b, skip:], dt * record_every)
+        rows.append({"circuit": circuit, "condition": conditions[idx_c[b]], "seed": seeds[idx_s[b]],
+                     "v_cmd": float(speeds[idx_v[b]]), **stats, "gait": gait_class(stats),
+                     **{f"rate_{k}": float(rates[b, i]) for k, i in RATE_COLUMNS.items()}})
+    return rows

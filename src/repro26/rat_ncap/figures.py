@@ -8,7 +8,7 @@ import numpy as np
 from repro26.core import tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.plotting import line_with_ci, subplots
-from repro26.core.stats import mean_ci
+from repro26.core.stats import mean_ci, summary
 
 #: approximate published rat ranges (see repro26.rat_ncap.evaluate): stride frequency (Hz)
 #: and duty factor spanned from slow walk to gallop
@@ -17,8 +17,22 @@ RAT_DUTY = (0.4, 0.7)
 
 
 def eval_tables(run) -> dict[str, dict[str, np.ndarray]]:
-    """``eval/<variant>.csv`` inputs keyed by variant."""
+    """``eval/<variant>.csv`` inputs keyed by variant (``baselines``: the trivial controllers)."""
     return {p.stem: tables.read(p) for p in run.inputs if p.parent.name == "eval"}
+
+
+def baseline_reward(evals, condition: str) -> dict:
+    """Summary over seeds of a trivial controller's eval reward (mean over speeds)."""
+    _, rew = per_seed(evals["baselines"], "reward", condition)
+    return summary(rew.mean(axis=1))
+
+
+BASELINE_STYLE = {"do-nothing": ("k", "--"), "random-circuit": ("grey", ":")}
+
+
+def _baseline_lines(ax, evals):
+    for cond, (color, ls) in BASELINE_STYLE.items():
+        ax.axhline(baseline_reward(evals, cond)["mean"], color=color, ls=ls, lw=1, label=cond)
 
 
 def histories(run) -> dict[str, list[dict[str, np.ndarray]]]:
@@ -46,7 +60,7 @@ def torque_variants(cfg) -> list[str]:
 
 
 def _evals(names) -> list[str]:
-    return [f"eval/{n}.csv" for n in names]
+    return [f"eval/{n}.csv" for n in names] + ["eval/baselines.csv"]
 
 
 def _errorbar(ax, x, y_by_seed, **kw):
@@ -87,7 +101,7 @@ def gait_vs_speed(run):
     95% CI over seeds. Grey bands: approximate published rat ranges (Clarke & Parker 1986;
     Gillis & Biewener 2001). Missing points: no stepping or a fall."""
     t = eval_tables(run)[run.cfg.main_variant]
-    fig, axes = subplots(1, 3, width=3.4)
+    fig, axes = subplots(1, 3, width=3.4, layout="constrained")
     v, speed = per_seed(t, "speed")
     _errorbar(axes[0, 0], v, speed, label="achieved")
     axes[0, 0].plot(v, v, "k--", lw=1, label="commanded")
@@ -112,11 +126,12 @@ def gait_vs_speed(run):
 def interfaces(run):
     """Trainability of the three neuromechanical interfaces (torque f-e, agonist-antagonist
     muscle with co-contraction stiffness, equilibrium-point targets): evaluation reward per step
-    (bars: mean with 95% CI over seeds; dots: seeds) and success rate (no fall, speed within
-    tolerance) over seeds and speeds."""
+    (bars: mean with 95% CI over seeds; dots: seeds; lines: the do-nothing controller and a
+    random circuit on the same episodes) and success rate (no fall, speed within tolerance)
+    over seeds and speeds."""
     evals = eval_tables(run)
     names = interface_variants(run.cfg)
-    fig, axes = subplots(1, 2, width=3.2)
+    fig, axes = subplots(1, 2, width=3.4, layout="constrained")
     for i, name in enumerate(names):
         _, rew = per_seed(evals[name], "reward")
         _, succ = per_seed(evals[name], "success")
@@ -125,6 +140,8 @@ def interfaces(run):
         axes[0, 0].bar(i, m, yerr=h, color=f"C{i}")
         axes[0, 0].plot(np.full(r.size, i), r, "k.", ms=4)
         axes[0, 1].bar(i, succ.mean(), color=f"C{i}")
+    _baseline_lines(axes[0, 0], evals)
+    axes[0, 0].legend(fontsize=6)
     for ax, label in zip(axes[0], ("eval reward / step (mean over speeds)", "success rate (seeds x speeds)")):
         ax.set_xticks(range(len(names)), [n.split("-")[1] for n in names])
         ax.set_xlabel("neuromechanical interface")
@@ -133,43 +150,83 @@ def interfaces(run):
     return fig
 
 
-@figure(inputs_from=lambda cfg: _evals([cfg.main_variant]))
+@figure(inputs_from=lambda cfg: _evals([cfg.main_variant]) + ["fictive.csv"])
 def ablations(run):
-    """Population ablations of the main Rat NCAP variant: hind left-right and diagonal phase
-    lags, shown as the circular distance from 0 (0.5 = alternation, 0 = synchrony), intact and
-    with V0 (V0d+V0v), V3, V2a or the Ia pathways silenced; bars mean with 95% CI over seeds x
-    speeds where the body stepped."""
+    """Population ablations of the main Rat NCAP variant: the hind left-right phase lag as its
+    circular distance from 0 (0.5 = alternation, 0 = synchrony), intact and with V0 (V0d, V0v
+    and the diagonal V0-type LPN), V3, V2a or the Ia pathways silenced. Left: fictive
+    locomotion (circuit without body) of the untrained circuit; middle: of the trained
+    circuits; right: the trained circuits on the body. Bars: mean with 95% CI over seeds x
+    speeds with a rhythm; dots: those runs; the claim uses the distance of their circular-mean
+    lag. Below each bar: the mean hind left-right phase-locking strength (resultant length)."""
     from repro26.rat_ncap.evaluate import CONDITIONS
 
     t = eval_tables(run)[run.cfg.main_variant]
-    fig, axes = subplots(1, 2, width=3.6)
-    for k, (column, label) in enumerate((("lr_hind", "left-right hind"), ("diagonal", "diagonal LH-RF"))):
+    fictive = tables.read(run.input("fictive.csv"))
+    panels = (("fictive, untrained circuit", fictive, {"circuit": "initial"}),
+              ("fictive, trained circuits", fictive, {"circuit": "trained"}),
+              ("on the body, trained circuits", t, {}))
+    fig, axes = subplots(1, 3, width=3.4)
+    for k, (title, table, select) in enumerate(panels):
+        ax = axes[0, k]
         for i, cond in enumerate(CONDITIONS):
-            _, lag = per_seed(t, column, cond)
+            _, lag = tables.pivot(table, "lr_hind", by="v_cmd", condition=cond, **select)
+            _, plv = tables.pivot(table, "plv_lr_hind", by="v_cmd", condition=cond, **select)
             d = tables.circular_distance(lag, 0.0).ravel()
             d = d[np.isfinite(d)]
             if d.size:
                 m, h = mean_ci(d) if d.size > 1 else (d.mean(), 0.0)
-                axes[0, k].bar(i, m, yerr=h, color=f"C{i}")
-                axes[0, k].plot(np.full(d.size, i), d, "k.", ms=4)
+                ax.bar(i, m, yerr=h, color=f"C{i}")
+                ax.plot(np.full(d.size, i), d, "k.", ms=3)
+                ax.text(i, -0.06, f"{np.nanmean(plv):.2f}", ha="center", va="top", fontsize=6)
             else:
-                axes[0, k].text(i, 0.02, "no\nstepping", ha="center", fontsize=6)
-        axes[0, k].set_xticks(range(len(CONDITIONS)), CONDITIONS)
-        axes[0, k].set_ylim(0, 0.5)
-        axes[0, k].set_title(f"{label} phase lag")
-        axes[0, k].set_ylabel("distance from 0 (0.5 = alternation)")
-        axes[0, k].set_xlabel("silenced population")
-    fig.suptitle(f"{run.cfg.main_variant}: ablations (dots: seeds x speeds with stepping;\nbars: "
-                 "mean of their distances; the claim uses the distance of their circular-mean lag)",
-                 fontsize=8, y=1.08)
+                ax.text(i, 0.25, "no rhythm", ha="center", va="center", rotation=90, fontsize=6)
+        ax.set_xticks(range(len(CONDITIONS)), CONDITIONS)
+        ax.set_xlim(-0.6, len(CONDITIONS) - 0.4)
+        ax.set_ylim(-0.1, 0.55)
+        ax.axhline(0, color="k", lw=0.5)
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel("silenced population")
+    axes[0, 0].set_ylabel("hind L-R lag: distance from 0\n(0.5 = alternation, 0 = synchrony)")
+    fig.suptitle(f"{run.cfg.main_variant}: ablations (numbers under bars: phase-locking strength)",
+                 fontsize=8, y=1.03)
+    return fig
+
+
+@figure(inputs_from=lambda cfg: [f"eval/{cfg.main_variant}_contacts.csv"])
+def gait_diagram(run):
+    """Gait diagram of the main Rat NCAP variant on the body: stance (bar: paw within 1.5 mm of
+    the floor) and swing (gap) of each paw over 1.5 s after the 0.5 s transient, one panel per
+    commanded speed, first seed. Hatched grey: after a fall."""
+    t = tables.read(run.input(f"eval/{run.cfg.main_variant}_contacts.csv"))
+    seed = int(np.min(t["seed"]))
+    speeds = sorted(set(t["v_cmd"].tolist()))
+    fig, axes = subplots(len(speeds), 1, width=6.0, height=1.5, sharex=True, layout="constrained")
+    for k, v in enumerate(speeds):
+        ax = axes[k, 0]
+        for i, paw in enumerate(("LF", "RF", "LH", "RH")):
+            sel = tables.where(t, seed=seed, v_cmd=v, paw=paw)
+            time, contact, alive = t["t"][sel], t["contact"][sel].astype(bool), t["alive"][sel].astype(bool)
+            dt = float(np.median(np.diff(time))) if time.size > 1 else 0.01
+            stance = [(a, dt) for a, c, al in zip(time, contact, alive) if c and al]
+            ax.broken_barh(stance, (i - 0.4, 0.8), color=f"C{i}")
+            dead = [(a, dt) for a, al in zip(time, alive) if not al]
+            if dead:
+                ax.broken_barh(dead, (i - 0.4, 0.8), color="lightgrey", hatch="//")
+        ax.set_yticks(range(4), ["LF", "RF", "LH", "RH"])
+        ax.set_ylim(-0.6, 3.6)
+        ax.set_title(f"commanded {v:g} m/s (seed {seed})", fontsize=8)
+        ax.set_ylabel("paw")
+    axes[-1, 0].set_xlabel("time (s)")
     return fig
 
 
 @figure(inputs_from=lambda cfg: _evals(torque_variants(cfg)))
 def params_vs_reward(run):
     """Evaluation reward against parameter count for the torque-interface controllers trained
-    with the refined ES: Rat NCAP, NCAP without sign constraints, the MLP with NCAP's parameter
-    count and the large MLP; mean and 95% CI over seeds."""
+    with the refined ES at this scale (Rat NCAP, the MLP with NCAP's parameter count, the
+    large MLP; NCAP without sign constraints where configured); mean and 95% CI over seeds.
+    Lines: the do-nothing controller and a random circuit on the same episodes."""
     evals = eval_tables(run)
     fig, axes = subplots(1, 1, width=4.0)
     ax = axes[0, 0]
@@ -180,6 +237,7 @@ def params_vs_reward(run):
         m, h = mean_ci(r)
         n_params = int(t["num_params"][0])
         ax.errorbar([n_params], [m], yerr=[h], marker="o", color=f"C{i}", label=f"{name} ({n_params})")
+    _baseline_lines(ax, evals)
     ax.set_xscale("log")
     ax.set_xlabel("number of parameters")
     ax.set_ylabel("eval reward / step (mean over speeds)")
@@ -228,5 +286,5 @@ def rodent_transfer(run):
     return fig
 
 
-FIGURES = figures_by_name(learning_curves, gait_vs_speed, interfaces, ablations, params_vs_reward,
-                          rodent_transfer)
+FIGURES = figures_by_name(learning_curves, gait_vs_speed, interfaces, ablations, gait_diagram,
+                          params_vs_reward, rodent_transfer)

@@ -1,15 +1,19 @@
 """Locomotion reward and the episode rollout (the ES fitness).
 
 Per physics step (abstract: "learns to locomote at different speeds without imitation
-learning"; issue: "track commanded forward speed, stay upright, energy penalty"):
+learning"):
 
-    r_t = w_track exp(-((vbar_t - v_cmd) / sigma_v)^2) + w_up * up_t - w_energy * mean(u_t^2),
+    r_t = w_track exp(-((vbar_t - v_cmd) / (tol v_cmd))^2) - w_energy P_t / (m g v_cmd),
 
 where ``vbar`` is the trunk's forward velocity low-pass filtered with a 0.25 s time constant
-(the instantaneous velocity oscillates within a stride), ``up`` the cosine between trunk and
-world vertical and ``u`` the 16 flexor/extensor motor commands. The episode ends (no further
-reward) when the trunk falls: height < 3 cm or up < 0.5. The fitness is the mean of ``r_t``
-over the episode's steps, averaged over the commanded speeds.
+(the instantaneous velocity oscillates within a stride), the tracking tolerance scales with
+the commanded speed (``tol`` = 0.5: half the commanded speed off costs a factor e), and
+the energy term is the mechanical cost of transport: actuator power ``P_t = sum_j |tau_j
+qdot_j|`` over body weight ``m g`` times the commanded speed. There is no survival or
+upright bonus, so standing still earns ``w_track exp(-1/tol^2)`` (0.018 at tol = 0.5) per
+step, and a fall only ends the episode (no further reward): trunk height < 3 cm or its
+up-cosine < 0.5. The fitness is the mean of ``r_t`` over the episode's steps, averaged over
+the commanded speeds.
 """
 
 from __future__ import annotations
@@ -23,13 +27,15 @@ from jaxtyping import Array, Float
 from repro26.rat_ncap import body
 from repro26.rat_ncap.model import MLPPolicy, Policy, interface_ctrl, ravel_policy
 
+GRAVITY = 9.81
+LOAD_HEIGHT_M = 3e-3  # paw-load proxy: clip(1 - h / LOAD_HEIGHT_M, 0, 1), h above contact
+
 
 @dataclasses.dataclass(frozen=True)
 class RewardSpec:
     w_track: float = 1.0
-    w_up: float = 0.5
-    w_energy: float = 0.1
-    sigma_v: float = 0.1
+    w_energy: float = 0.02
+    track_tol: float = 0.5
     reset_noise: float = 0.05
 
 
@@ -56,13 +62,14 @@ def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: ja
 
     ``trace`` (only when ``record_every`` > 0) holds every ``record_every``-th step, leading
     axes (B, T): joint angles ``q`` (8), paw heights above contact ``paw`` (4), trunk ``vx``,
-    ``x``, ``up`` and the ``alive`` flag.
+    ``x``, ``up``, the ``alive`` flag, and the cost of transport ``cot`` of that step.
     """
     q0 = jnp.asarray(env.init_qpos[7:])
     paw_ids = jnp.asarray(body.paw_geom_ids(env.dt))
     paw_r = jnp.asarray(body.paw_radii(env.dt))
     masked = masks is not None and not isinstance(policy, MLPPolicy)
     _, unravel = ravel_policy(policy)
+    weight = body.total_mass(env.dt) * GRAVITY
 
     def init(key):
         k_env, k_pol = jax.random.split(key)
@@ -72,22 +79,25 @@ def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: ja
     def one_step(carry, flat, v, mask):
         data, pstate, vbar, alive, total = carry
         q, qd = body.joint_state(data)
+        paw = body.paw_heights(data, paw_ids) - paw_r
         pol = unravel(flat)
         if isinstance(pol, MLPPolicy):
             pstate, (f, e) = pol(pstate, _obs(data, q, qd, q0, v))
         else:
-            pstate, (f, e) = pol(pstate, q, qd, q0, v, env.dt, mask)
+            load = jnp.clip(1.0 - paw / LOAD_HEIGHT_M, 0.0, 1.0)
+            pstate, (f, e) = pol(pstate, q, qd, q0, v, env.dt, mask, load)
         ctrl = interface_ctrl(policy.interface, f, e, q, qd, q0)
         data = env.step(data, ctrl)
         ts = body.trunk_state(data)
         vbar = vbar + env.dt / 0.25 * (ts["vx"] - vbar)
         finite = jnp.all(jnp.isfinite(data.qpos)) & jnp.all(jnp.isfinite(data.qvel))
         alive = alive & finite & (ts["height"] > 0.03) & (ts["up"] > 0.5)
-        r = (spec.w_track * jnp.exp(-(((vbar - v) / spec.sigma_v) ** 2)) + spec.w_up * ts["up"]
-             - spec.w_energy * jnp.mean(ctrl**2))
+        power = jnp.sum(jnp.abs(data.qfrc_actuator[6:] * data.qvel[6:]))
+        cot = power / (weight * v)
+        r = spec.w_track * jnp.exp(-(((vbar - v) / (spec.track_tol * v)) ** 2)) - spec.w_energy * cot
         total = total + jnp.where(alive, jnp.nan_to_num(r), 0.0)
-        rec = {"q": q, "paw": body.paw_heights(data, paw_ids) - paw_r, "vx": ts["vx"], "x": ts["x"],
-               "up": ts["up"], "alive": alive}
+        rec = {"q": q, "paw": paw, "vx": ts["vx"], "x": ts["x"], "up": ts["up"], "alive": alive,
+               "cot": cot}
         return (data, pstate, vbar, alive, total), rec
 
     batched = jax.vmap(one_step, (0, 0, 0, 0 if masked else None))

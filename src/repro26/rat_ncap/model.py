@@ -19,13 +19,26 @@ eLife 6:e31050) and the NCAP idea of Bhattasali et al. (2022, NeurIPS):
 * Ia stretch reflex: the Ia afferent of a muscle excites its own MN and its Ia-inhibitory
   interneuron (IaIN), which inhibits the antagonist MN (reciprocal inhibition);
 * hip/shoulder extension afferent (group II) exciting RG-F (stance-to-swing transition);
+* paw-load (Ib) afferent exciting RG-E (load prolongs stance; Ekeberg & Pearson 2005,
+  J. Neurophysiol. 94:4256; Danner et al. 2016 feed load to the extensor half-centre); the load
+  signal is a contact proxy ``clip(1 - h / 3 mm, 0, 1)`` of the paw height ``h`` above contact;
 * commissural interneurons: V0d (inhibitory; RG-F -> contralateral RG-F), V2a -> V0v
   (excitatory) -> contralateral Ini (inhibitory) -> RG-F (both V0: left-right alternation),
   V3 (excitatory; RG-F -> contralateral RG-F: synchrony);
 * long propriospinal neurons: homolateral LPN (inhibitory) and diagonal LPN (excitatory)
   between fore and hind RG-F;
 * brainstem drive ``d = |d0| + |d1| v_cmd`` (v_cmd: commanded speed, m/s) exciting RG-F/RG-E
-  and inhibiting V0d/V0v (Danner et al. 2017: drive-dependent gait transitions).
+  and inhibiting V0d/V0v (Danner et al. 2017: drive-dependent gait transitions);
+* drive-dependent adaptation: ``T(v) = tau_adapt exp(-|k_adapt| |d1| v_cmd)``. The period of a
+  threshold-linear Matsuoka oscillator is set by tau and T (:func:`matsuoka_period`), not by
+  its input, so without this the rhythm barely follows the commanded speed; a faster
+  adaptation shortens the burst as the drive rises (the role of the drive-dependent
+  extensor-phase shortening in Danner et al. 2016).
+
+Silencing "V0" removes V0d, V0v and the diagonal LPN: in Danner et al. 2017 (eLife 6:e31050,
+Fig. 1) the descending diagonal LPNs are V0-type cells (V0D and V0V LPNs), and here the
+diagonal-excitatory plus homolateral-inhibitory LPN loop alone forces left-right antiphase,
+so silencing V0 without it leaves alternation in place.
 
 Sign constraints by parameterisation: every weight is ``w = s * |theta|`` with the
 presynaptic cell type's sign ``s`` (+1 excitatory, -1 inhibitory); ``constrained=False`` uses
@@ -85,6 +98,7 @@ SYNAPSES: dict[str, tuple[int, str, float, tuple[int, ...]]] = {
     "rge_rgf": (-1, "rg", 2.0, ()),  # RG-E -| RG-F
     "adapt": (-1, "rg", 2.5, ()),  # adaptation -| own half-centre
     "hip_rgf": (1, "rg", 0.5, ()),  # hip-extension afferent -> RG-F
+    "ib_rge": (1, "rg", 0.3, ()),  # paw-load (Ib) afferent -> RG-E
     "d_rgf": (1, "drive", 0.5, ()),
     "d_rge": (1, "drive", 0.3, ()),
     "d_v0": (-1, "drive", 0.3, ()),  # brainstem drive -| V0d, V0v
@@ -112,7 +126,8 @@ SYNAPSES: dict[str, tuple[int, str, float, tuple[int, ...]]] = {
     "rgf_lpnd": (1, "lpn", 1.0, ()),
     "lpnd_rgf": (1, "lpn", 0.3, ()),  # diagonal LPN -> RG-F of the diagonal limb
 }
-DRIVE0 = {"d0": 0.5, "d1": 2.0}  # brainstem drive d = |d0| + |d1| v_cmd (shared by all limbs)
+#: brainstem drive d = |d0| + |d1| v_cmd and the adaptation speed-up k_adapt (shared by all limbs)
+DRIVE0 = {"d0": 0.5, "d1": 2.0, "k_adapt": 1.0}
 
 
 class NCAPState(eqx.Module):
@@ -121,13 +136,13 @@ class NCAPState(eqx.Module):
 
 
 def silence_mask(silence: tuple[str, ...]) -> np.ndarray:
-    """Gain of every per-limb population: 0 for those in ``silence`` (V0 = V0d and V0v, V3,
-    V2a, Ia = Ia afferent pathways and IaINs), 1 otherwise."""
+    """Gain of every per-limb population: 0 for those in ``silence`` (V0 = V0d, V0v and the
+    diagonal V0-type LPN; V3; V2a; Ia = Ia afferent pathways and IaINs), 1 otherwise."""
     mask = np.ones(N_NEURONS, np.float32)
     for pop in silence:
         if pop not in POPULATIONS:
             raise ValueError(f"silence: unknown population {pop!r}; allowed {POPULATIONS}")
-        idx = {"V0": [V0D, V0V], "V3": [V3], "V2a": [V2A], "Ia": [*IAF, *IAE]}[pop]
+        idx = {"V0": [V0D, V0V, LPND], "V3": [V3], "V2a": [V2A], "Ia": [*IAF, *IAE]}[pop]
         mask[idx] = 0.0
     return mask
 
@@ -178,7 +193,7 @@ class RatNCAP(eqx.Module):
         mag = jnp.abs if self.constrained else (lambda v: v)
         out = {k: (s * mag(self.theta[k]) if s else self.theta[k])
                for k, (s, _, _, _) in SYNAPSES.items()}
-        out["d0"], out["d1"] = jnp.abs(self.theta["d0"]), jnp.abs(self.theta["d1"])
+        out.update({k: jnp.abs(self.theta[k]) for k in DRIVE0})
         return out
 
     def init_state(self, key: jax.Array) -> NCAPState:
@@ -190,11 +205,12 @@ class RatNCAP(eqx.Module):
         return NCAPState(x, jnp.zeros((4, 2)))
 
     def __call__(self, state: NCAPState, q, qd, q0, v_cmd, dt,
-                 mask: Float[Array, " 19"] | None = None):
+                 mask: Float[Array, " 19"] | None = None, load: Float[Array, " 4"] | None = None):
         """One Euler step; returns the new state and (f, e), each (N_JOINTS,) in [0, 1].
 
         ``mask`` (from :func:`silence_mask`) is the per-population activity gain (1 intact,
-        0 silenced); ``None`` leaves every population intact."""
+        0 silenced); ``None`` leaves every population intact. ``load`` is the paw-load signal
+        per limb in [0, 1] (``None``: no load, as in fictive locomotion)."""
         ws = self.weights()
         w = {k: v[GIRDLE] for k, v in ws.items() if k not in DRIVE0}  # per limb (4, ...)
         mask = jnp.ones(N_NEURONS) if mask is None else mask
@@ -206,13 +222,16 @@ class RatNCAP(eqx.Module):
         ia_e = ia_gain * jnp.clip(dq + 0.05 * dqd, 0.0, 1.0)
         hip_ext = jnp.clip(-dq[:, 0] / 0.5, 0.0, 1.0)  # proximal joint extended
         drive = ws["d0"] + ws["d1"] * v_cmd
+        tau_adapt = self.tau_adapt * jnp.exp(-ws["k_adapt"] * ws["d1"] * v_cmd)
+        load = jnp.zeros(4) if load is None else load
 
         col = lambda i: r[:, i]  # noqa: E731
         rgf = (w["b_rgf"] + w["d_rgf"] * drive + w["rge_rgf"] * col(RGE) + w["adapt"] * state.adapt[:, 0]
                + w["hip_rgf"] * hip_ext + w["v0d_rgf"] * col(V0D)[CONTRA] + w["ini_rgf"] * col(INI)
                + w["v3_rgf"] * col(V3)[CONTRA] + w["lpnh_rgf"] * col(LPNH)[HOMOLAT]
                + w["lpnd_rgf"] * col(LPND)[DIAG])
-        rge = w["b_rge"] + w["d_rge"] * drive + w["rgf_rge"] * col(RGF) + w["adapt"] * state.adapt[:, 1]
+        rge = (w["b_rge"] + w["d_rge"] * drive + w["rgf_rge"] * col(RGF) + w["adapt"] * state.adapt[:, 1]
+               + w["ib_rge"] * load)
         pff = w["b_pf"] + w["rgf_pff"] * col(RGF) + w["pf_pf"] * col(PFE)
         pfe = w["b_pf"] + w["rge_pfe"] * col(RGE) + w["pf_pf"] * col(PFF)
         iaf, iae = r[:, list(IAF)], r[:, list(IAE)]
@@ -236,7 +255,7 @@ class RatNCAP(eqx.Module):
 
         x = state.x + dt / self.tau * (-state.x + inp)
         rg = jnp.clip(state.x[:, :2], 0.0, 1.0)
-        adapt = state.adapt + dt / self.tau_adapt * (-state.adapt + rg)
+        adapt = state.adapt + dt / tau_adapt * (-state.adapt + rg)
         r_new = jnp.clip(x, 0.0, 1.0) * mask
         f = r_new[:, list(MNF)].reshape(N_JOINTS)
         e = r_new[:, list(MNE)].reshape(N_JOINTS)
@@ -291,7 +310,29 @@ class MLPPolicy(eqx.Module):
 
 
 
-Policy = RatNCAP | MLPPolicy
+class DoNothing(eqx.Module):
+    """The do-nothing controller: every motor command 0 (the passive body under gravity,
+    held only by its joint springs); NCAP's call signature, no weights."""
+
+    interface: str = eqx.field(static=True, default="torque")
+
+    def init_state(self, key: jax.Array) -> MLPState:
+        return MLPState(jnp.zeros(()))
+
+    def __call__(self, state, q, qd, q0, v_cmd, dt, mask=None, load=None):
+        return state, (jnp.zeros(N_JOINTS), jnp.zeros(N_JOINTS))
+
+
+def random_theta(key: jax.Array) -> dict[str, Float[Array, "2 ..."]]:
+    """A random circuit: every entry of :func:`initial_theta` times an independent U(0, 2)
+    factor (same wiring and signs, magnitudes with the initial mean)."""
+    theta = initial_theta()
+    keys = jax.random.split(key, len(theta))
+    return {k: v * jax.random.uniform(kk, v.shape, minval=0.0, maxval=2.0)
+            for (k, v), kk in zip(sorted(theta.items()), keys)}
+
+
+Policy = RatNCAP | MLPPolicy | DoNothing
 
 
 def ravel_policy(policy: Policy) -> tuple[Float[Array, " P"], Callable[[jax.Array], Policy]]:

@@ -9,7 +9,8 @@ A *variant* is ``<controller>-<interface>-<es>``:
 * es: ``refined`` (the refined ES), ``openai`` (OpenAI-ES), ``cma`` (diagonal CMA-ES).
 
 One generation = ask ``pop_size`` candidates, evaluate each on every training speed (plus the
-current mean, for the learning curve), tell. The ES state is the ``run_loop`` state, so a
+current mean, for the learning curve, and the refined ES's elite, re-evaluated on the same
+episodes), tell. The ES state is the ``run_loop`` state, so a
 killed job resumes from its checkpoint.
 """
 
@@ -92,11 +93,12 @@ def make_step(policy, strategy: Strategy, env: body.Env, cfg: Any):
     def step(state, data, key):
         k_ask, k_eval = jax.random.split(key)
         x = strategy.ask(state, k_ask)
-        batch = jnp.concatenate([x, strategy.mean(state)[None]])
+        n = x.shape[0]
+        batch = jnp.concatenate([x, strategy.mean(state)[None], strategy.reevaluate(state)])
         fit = population_fitness(policy, env, batch, k_eval, speeds, n_steps, spec)
-        new = strategy.tell(state, x, fit[:-1])
-        return new, {"loss": -fit[-1], "center_fitness": fit[-1], "pop_mean": jnp.mean(fit[:-1]),
-                     "pop_max": jnp.max(fit[:-1]), "sigma": strategy.sigma(state)}
+        new = strategy.tell(state, x, fit[:n], fit[n + 1:])
+        return new, {"loss": -fit[n], "center_fitness": fit[n], "pop_mean": jnp.mean(fit[:n]),
+                     "pop_max": jnp.max(fit[:n]), "sigma": strategy.sigma(state)}
 
     return step
 

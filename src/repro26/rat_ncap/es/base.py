@@ -18,7 +18,8 @@ def centered_ranks(fitness: Float[Array, " N"]) -> Float[Array, " N"]:
 
 
 class Strategy(eqx.Module):
-    """``state = init(mean)``; ``x = ask(state, key)``; ``state = tell(state, x, fitness)``."""
+    """``state = init(mean)``; ``x = ask(state, key)``; ``state = tell(state, x, fitness)``
+    (``tell(state, x, fitness, refitness)`` for a strategy that re-evaluates points)."""
 
     pop_size: int = eqx.field(static=True)
 
@@ -29,7 +30,14 @@ class Strategy(eqx.Module):
     def ask(self, state: eqx.Module, key: jax.Array) -> Float[Array, "N P"]: ...
 
     @abc.abstractmethod
-    def tell(self, state: eqx.Module, x: Float[Array, "N P"], fitness: Float[Array, " N"]) -> eqx.Module: ...
+    def tell(self, state: eqx.Module, x: Float[Array, "N P"], fitness: Float[Array, " N"],
+             refitness: Float[Array, " K"] | None = None) -> eqx.Module:
+        """Update from the candidates' fitness; ``refitness``: the fitness of
+        :meth:`reevaluate`'s points on the same episodes (``None``: not re-evaluated)."""
+
+    def reevaluate(self, state: eqx.Module) -> Float[Array, "K P"]:
+        """Points besides the candidates to score on this generation's episodes (none here)."""
+        return jnp.zeros((0, self.mean(state).shape[0]))
 
     def mean(self, state: eqx.Module) -> Float[Array, " P"]:
         return state.mean

@@ -57,7 +57,7 @@ class DiagCMAES(Strategy):
         z = jax.random.normal(key, (self.pop_size, state.mean.shape[0]))
         return state.mean + state.sigma * jnp.sqrt(state.c) * z
 
-    def tell(self, state, x, fitness):
+    def tell(self, state, x, fitness, refitness=None):
         n = state.mean.shape[0]
         k = self._consts(n)
         fitness = jnp.where(jnp.isfinite(fitness), fitness, -jnp.inf)

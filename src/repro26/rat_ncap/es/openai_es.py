@@ -3,7 +3,10 @@
 Antithetic sampling x_{+-i} = m +- sigma * eps_i, eps_i ~ N(0, I), i = 1..N/2; centred-rank
 shaping F~ of the fitness; the search-gradient estimate
 
-    g = 1/(N sigma) sum_i (F~_{+i} - F~_{-i}) eps_i - lambda m          (weight decay lambda)
+    g = 1/(N sigma) sum_i (F~_{+i} - F~_{-i}) eps_i - lambda (m - m_0)
+
+(weight decay lambda toward the initial mean m_0, not toward 0: NCAP's initial weights are
+its prior, and decay toward 0 would prune every synapse, V0 included, alike)
 
 is followed with Adam (ascent). Adaptive sigma: log sigma follows the same search-gradient
 estimator for the step size (NES/PEPG, Wierstra et al. 2014):
@@ -30,6 +33,7 @@ def antithetic_gradient(eps: Float[Array, "H P"], fit_plus: Float[Array, " H"],
 
 class OpenAIESState(eqx.Module):
     mean: Float[Array, " P"]
+    init_mean: Float[Array, " P"]
     log_sigma: Float[Array, " G"]
     opt_state: optax.OptState
     generation: Array
@@ -56,7 +60,7 @@ class OpenAIES(Strategy):
         return jnp.zeros(n, jnp.int32) if self.groups is None else jnp.asarray(self.groups, jnp.int32)
 
     def init(self, mean):
-        return OpenAIESState(mean, jnp.full(self.n_groups, jnp.log(self.sigma0), jnp.float32),
+        return OpenAIESState(mean, mean, jnp.full(self.n_groups, jnp.log(self.sigma0), jnp.float32),
                              self._optimizer().init(mean), jnp.zeros((), jnp.int32))
 
     def sigma_vector(self, state):
@@ -78,7 +82,7 @@ class OpenAIES(Strategy):
         sigma = self.sigma_vector(state)
         eps = (x[:half] - state.mean) / sigma
         shaped = centered_ranks(fitness)
-        grad = antithetic_gradient(eps, shaped[:half], shaped[half:], sigma) - self.weight_decay * state.mean
+        grad = antithetic_gradient(eps, shaped[:half], shaped[half:], sigma) - self.weight_decay * (state.mean - state.init_mean)
         updates, opt_state = self._optimizer().update(-grad, state.opt_state, state.mean)
         mean = optax.apply_updates(state.mean, updates)
         ids = self._group_ids(state.mean.shape[0])
@@ -88,7 +92,7 @@ class OpenAIES(Strategy):
         g_log_sigma = jnp.mean(pair[:, None] * (sq - 1.0), axis=0)
         log_sigma = jnp.clip(state.log_sigma + self.sigma_lr * g_log_sigma,
                              jnp.log(self.sigma_min), jnp.log(self.sigma_max))
-        return OpenAIESState(mean, log_sigma, opt_state, state.generation + 1)
+        return OpenAIESState(mean, state.init_mean, log_sigma, opt_state, state.generation + 1)
 
-    def tell(self, state, x, fitness):
+    def tell(self, state, x, fitness, refitness=None):
         return self.update(state, x, fitness)

@@ -3,8 +3,13 @@
 The abstract: "we refine an evolutionary algorithm to support reliable and efficient
 training". Refinements (issue 9): every parameter group (e.g. RG, pattern formation,
 commissural, drive weights; one per MLP layer) has its own adaptive sigma; the best candidate
-seen so far (the elite) is kept, and when the best fitness has not improved for ``patience``
+seen so far (the elite) is kept, and when no candidate has beaten it for ``patience``
 generations the search restarts from the elite with fresh sigma and optimiser state.
+
+The elite is re-evaluated every generation on that generation's episodes (:meth:`reevaluate`;
+its fitness comes back as ``refitness``): a candidate replaces it only by beating it on the
+same episodes, so an elite scored high on one lucky episode cannot block progress and cause
+restarts. Without ``refitness`` the elite keeps its stored fitness.
 """
 
 from __future__ import annotations
@@ -42,12 +47,17 @@ class RefinedES(OpenAIES):
     def ask(self, state, key):
         return super().ask(state.inner, key)
 
-    def tell(self, state, x, fitness):
+    def reevaluate(self, state):
+        return state.elite[None]
+
+    def tell(self, state, x, fitness, refitness=None):
         fitness = jnp.where(jnp.isfinite(fitness), fitness, -jnp.inf)
+        current = state.elite_fitness if refitness is None else jnp.where(
+            jnp.isfinite(refitness[0]), refitness[0], -jnp.inf)
         best = jnp.argmax(fitness)
-        improved = fitness[best] > state.elite_fitness
+        improved = fitness[best] > current
         elite = jnp.where(improved, x[best], state.elite)
-        elite_fitness = jnp.maximum(fitness[best], state.elite_fitness)
+        elite_fitness = jnp.maximum(fitness[best], current)
         stall = jnp.where(improved, 0, state.stall + 1)
         inner = self.update(state.inner, x, fitness)
         restart = stall >= self.patience
