@@ -37,8 +37,12 @@ def test_smoke_end_to_end(tmp_path):
     n_rows = len(cfg.seeds) * 3 * per_suite                                  # on held-out tasks
     assert len(success["method"]) == n_rows
     assert ((success["success"] >= 0) & (success["success"] <= 1)).all()
-    inputs = [tmp_path / "tables" / f"{t}.csv" for t in ("success_by_suite", "heldout_by_suite")]
-    for fig in ("success_by_suite", "heldout_success"):
+    inputs = [tmp_path / "tables" / f"{t}.csv"
+              for t in ("success_by_suite", "heldout_by_suite", "generated_adapters")]
+    generated = tables.read(inputs[2])
+    assert len(generated["seed"]) == len(cfg.seeds) * 3 * (cfg.n_tasks + cfg.n_heldout)
+    assert (generated["delta_norm_ratio"] >= 0).all()
+    for fig in ("success_by_suite", "heldout_success", "generated_adapters"):
         run("figure", tmp_path / "figures" / f"{fig}.png", inputs, name=fig)
         assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
     run("claims", tmp_path / "claims.json", inputs)
@@ -56,6 +60,19 @@ def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
     assert main([M, "data", "--config", str(bad), "--out", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "width" in err[0]
+
+
+def test_mt10_without_metaworld_is_one_line_exit_2(tmp_path, capsys):
+    try:
+        import metaworld  # noqa: F401
+        pytest.skip("metaworld is installed here")
+    except ImportError:
+        pass
+    code = main([M, "mt10", "--config", str(ROOT / "config" / "config.yaml"), "--scale", "smoke",
+                 "--out", str(tmp_path / "mt10_success.csv")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "metaworld" in err[0]
+    assert not (tmp_path / "mt10_success.csv").exists()
 
 
 def test_missing_input_is_a_usage_error(tmp_path):

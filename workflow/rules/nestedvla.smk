@@ -120,6 +120,7 @@ rule nestedvla_evaluate:
         success=out(NV, "tables", "success.csv"),
         by_suite=out(NV, "tables", "success_by_suite.csv"),
         heldout=out(NV, "tables", "heldout_by_suite.csv"),
+        generated=out(NV, "tables", "generated_adapters.csv"),
     params:
         dest=lambda w, output: str(Path(output.success).parent),
     log:
@@ -131,3 +132,25 @@ rule nestedvla_evaluate:
         ENV
     shell:
         stage(NV, "evaluate", "--input {input.models} --out {params.dest}")
+
+
+rule nestedvla_mt10:
+    """Optional: the whole method on MetaWorld MT10 in its own conda env (metaworld pins its own
+    mujoco). Not part of the `nestedvla` target; build it with
+    `snakemake --use-conda --cores 1 nestedvla_mt10 --config scale=...`."""
+    input:
+        cfg=out(NV, "config.json"),
+    output:
+        success=out(NV, "tables", "mt10_success.csv"),
+        by_method=out(NV, "tables", "mt10_by_method.csv"),
+    log:
+        log_path(NV, "mt10"),
+    benchmark:
+        bench_path(NV, "mt10")
+    threads: THREADS
+    resources:
+        **train_resources(mem_mb_small=4000),
+    conda:
+        "../envs/metaworld.yaml"
+    shell:
+        stage(NV, "mt10", "--out {output.success}")

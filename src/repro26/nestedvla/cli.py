@@ -21,6 +21,9 @@ from repro26.core.config import ConfigError
 from repro26.core.method import stage
 
 
+SKILL_TRAINERS = ("bc", "ppo")
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
@@ -32,8 +35,9 @@ class Config:
     demo_episodes: int  # expert episodes per task
     demo_noise: float  # action noise of the demonstrating expert (labels stay clean)
     eval_episodes: int  # random starts per task and method
-    width: int
-    depth: int
+    width: int  # transformer width (model dimension)
+    depth: int  # transformer blocks
+    heads: int  # attention heads
     rank: int
     code_dim: int  # layer code of the inner hypernetwork
     inner_width: int
@@ -42,6 +46,15 @@ class Config:
     base_lr: float
     adapter_steps: int
     adapter_lr: float
+    skill_trainer: str  # how the per-task adapters are learned: "bc" or "ppo"
+    ppo_iterations: int  # PPO: iterations (collect, then epochs of updates)
+    ppo_envs: int  # PPO: episodes collected per task and iteration
+    ppo_epochs: int  # PPO: full-batch Adam steps per iteration
+    ppo_lr: float
+    ppo_clip: float  # PPO: ratio clip epsilon
+    ppo_gamma: float  # PPO: discount
+    ppo_lambda: float  # PPO: GAE lambda
+    ppo_std: float  # PPO: initial action standard deviation
     nested_steps: int  # also the joint adapter's steps
     reconstruction_weight: float
     per_task: int  # samples per task per step
@@ -50,6 +63,9 @@ class Config:
     ties_lambdas: tuple[float, ...]
     ties_keep: float
     dare_drop: float
+    mt10_horizon: int  # MetaWorld MT10 (optional rule nestedvla_mt10): steps per episode
+    mt10_demo_episodes: int  # MT10: scripted episodes per task
+    mt10_episodes: int  # MT10: evaluation (and lambda selection) episodes per task and method
     margin: float  # non-inferiority margin to per-task fine-tuning (success fraction)
 
 
@@ -63,6 +79,12 @@ def check(cfg: Config) -> None:
         raise ConfigError("nestedvla.ties_keep must lie in (0, 1] and dare_drop in [0, 1)")
     if not cfg.sum_lambdas or not cfg.ties_lambdas:
         raise ConfigError("nestedvla.sum_lambdas, ties_lambdas: at least one value each")
+    if cfg.skill_trainer not in SKILL_TRAINERS:
+        raise ConfigError(f"nestedvla.skill_trainer: one of {list(SKILL_TRAINERS)}, got "
+                          f"{cfg.skill_trainer!r}")
+    if not 0 < cfg.ppo_clip < 1 or not 0 < cfg.ppo_gamma <= 1 or not 0 <= cfg.ppo_lambda <= 1:
+        raise ConfigError("nestedvla.ppo_clip must lie in (0, 1), ppo_gamma in (0, 1], "
+                          "ppo_lambda in [0, 1]")
     if not 0 < cfg.margin < 1:
         raise ConfigError(f"nestedvla.margin: must lie in (0, 1), got {cfg.margin}")
 
@@ -154,12 +176,22 @@ def base_stage(run: Run) -> None:
 
 @stage()
 def adapters_stage(run: Run) -> None:
-    """Per-task LoRA adapters on the frozen base (BC per task; tasks x seeds vmapped)."""
-    from repro26.nestedvla import train
+    """Per-task LoRA adapters on the frozen base, tasks x seeds vmapped: behaviour cloning on
+    the task's demonstrations (``skill_trainer: bc``, loss rows) or PPO on the task's reward
+    (``skill_trainer: ppo``, rows of the mean success of the collected episodes)."""
+    from repro26.nestedvla import evaluate, train
 
-    check(run.cfg)
-    model, loss = train.train_adapters(run.cfg, run.cfg.seeds, _bases(run), *_demos(run),
-                                       _ckpt(run), run.progress)
+    cfg = run.cfg
+    check(cfg)
+    if cfg.skill_trainer == "ppo":
+        tasks = [(suite, train_tasks) for suite, (train_tasks, _) in
+                 evaluate.suite_tasks(cfg).items()]
+        model, curve = train.train_adapters_ppo(cfg, cfg.seeds, _bases(run), tasks, _ckpt(run),
+                                                run.progress)
+        _save(run, "adapters_ppo_success", model, curve)
+        return
+    model, loss = train.train_adapters(cfg, cfg.seeds, _bases(run), *_demos(run), _ckpt(run),
+                                       run.progress)
     _save(run, "adapters", model, loss)
 
 
@@ -192,7 +224,8 @@ def nested_stage(run: Run) -> None:
 @stage()
 def evaluate_stage(run: Run) -> None:
     """Merge the adapters (task arithmetic, TIES, DARE) and roll out every method on every task
-    -> success.csv (per task), success_by_suite.csv (training tasks), heldout_by_suite.csv."""
+    -> success.csv (per task), success_by_suite.csv (training tasks), heldout_by_suite.csv,
+    generated_adapters.csv (token distance and generated-adapter norm per task)."""
     import equinox as eqx
     import jax
 
@@ -209,17 +242,56 @@ def evaluate_stage(run: Run) -> None:
     hyper = io.load_model(run.input("nested.eqx"), train.init_nested(cfg, cfg.seeds, shapes))
     adapter_deltas = eqx.filter_vmap(eqx.filter_vmap(lambda a: a.deltas()))(adapters)
     joint_deltas = eqx.filter_vmap(lambda a: a.deltas())(joint)
-    rows = []
+    rows, diagnostics = [], []
     for i, (suite, (train_tasks, held)) in enumerate(tasks.items()):
-        rows += evaluate.evaluate_suite(cfg, suite, train_tasks, held, i * cfg.n_tasks, bases,
-                                        adapter_deltas, joint_deltas, hyper,
-                                        jax.random.PRNGKey(10_000 + i))
+        r, d = evaluate.evaluate_suite(cfg, suite, train_tasks, held, i * cfg.n_tasks, bases,
+                                       adapter_deltas, joint_deltas, hyper,
+                                       jax.random.PRNGKey(10_000 + i))
+        rows, diagnostics = rows + r, diagnostics + d
     out = Path(run.out)
     io.write_table(out / "success.csv", rows, run.meta())
+    io.write_table(out / "generated_adapters.csv", diagnostics, run.meta())
     for split, name in (("train", "success_by_suite"), ("heldout", "heldout_by_suite")):
         table = evaluate.by_suite(rows, split)
         io.write_table(out / f"{name}.csv", table, run.meta())
         print(split, json.dumps(evaluate.describe(table)))
+
+
+@stage()
+def mt10_stage(run: Run) -> None:
+    """MetaWorld MT10 (needs the ``metaworld`` package: its own environment, rule
+    ``nestedvla_mt10``): scripted demonstrations, the transformer base by BC on the ten tasks,
+    per-task adapters, joint adapter, nested hypernetwork, merging baselines, MuJoCo rollouts
+    of every method -> mt10_success.csv (per task) and mt10_by_method.csv (mean over tasks)."""
+    import equinox as eqx
+
+    from repro26.nestedvla import evaluate, mt10, train
+
+    cfg = run.cfg
+    check(cfg)
+    bench = mt10.MT10(cfg.task_seed)
+    obs, acts, expert_rate = mt10.demonstrations(bench, cfg.mt10_demo_episodes, cfg.mt10_horizon,
+                                                 cfg.demo_noise, cfg.task_seed)
+    emb, mask = bench.embedding(), np.ones((mt10.N_TASKS, mt10.ACT), np.float32)
+    print("scripted policy success per task", dict(zip(bench.names, expert_rate.round(2))))
+    out = Path(run.out)
+    ckpt = out.with_name(out.name + ".ckpt")
+    bases, _ = train.train_base(cfg, cfg.seeds, obs, acts, emb, mask,
+                                ckpt.with_suffix(".base"), run.progress, layout=mt10.LAYOUT)
+    adapters, _ = train.train_adapters(cfg, cfg.seeds, bases, obs, acts, emb, mask,
+                                       ckpt.with_suffix(".adapters"), run.progress)
+    joint, _ = train.train_joint(cfg, cfg.seeds, bases, obs, acts, emb, mask,
+                                 ckpt.with_suffix(".joint"), run.progress)
+    hyper, _ = train.train_nested(cfg, cfg.seeds, bases, adapters, obs, acts, emb, mask,
+                                  ckpt.with_suffix(".nested"), run.progress)
+    rows = mt10.evaluate(cfg, bench, bases,
+                         eqx.filter_vmap(eqx.filter_vmap(lambda a: a.deltas()))(adapters),
+                         eqx.filter_vmap(lambda a: a.deltas())(joint), hyper)
+    io.write_table(out, rows, run.meta())
+    table = evaluate.by_suite([{**r, "suite": "mt10", "split": "train"} for r in rows], "train")
+    io.write_table(out.with_name("mt10_by_method.csv"),
+                   [r for r in table if r["suite"] == "mt10"], run.meta())
+    print(json.dumps(evaluate.describe(table)))
 
 
 STAGES = {
@@ -229,4 +301,5 @@ STAGES = {
     "joint": joint_stage,
     "nested": nested_stage,
     "evaluate": evaluate_stage,
+    "mt10": mt10_stage,
 }

@@ -82,10 +82,27 @@ def _broadcast(deltas, n_tasks: int):
     return jax.tree.map(lambda d: jnp.repeat(d[:, None], n_tasks, axis=1), deltas)
 
 
+def delta_norm(deltas) -> jax.Array:
+    """Frobenius norm over all adapted matrices, sqrt(sum_l ||dW_l||^2), per leading index."""
+    return jnp.sqrt(sum(jnp.sum(d.reshape(*d.shape[:2], -1) ** 2, -1) for d in deltas))
+
+
+def token_distance(emb: np.ndarray, n_train: int) -> np.ndarray:
+    """Distance of every token to its nearest other training token, in units of the median of
+    that distance over the training tokens (1: as far as training tasks are from each other)."""
+    d = np.linalg.norm(emb[:, None] - emb[None, :n_train], axis=-1)
+    d[np.arange(n_train), np.arange(n_train)] = np.inf
+    nearest = d.min(1)
+    return nearest / np.median(nearest[:n_train])
+
+
 def evaluate_suite(cfg, suite: str, train_tasks, held_tasks, offset: int, bases, adapter_deltas,
-                   joint_deltas, hyper, key) -> list[dict]:
+                   joint_deltas, hyper, key) -> tuple[list[dict], list[dict]]:
     """Rows (method, suite, task, split, kind, seed, success, lam) for one suite; ``offset`` is
-    the suite's first index among all training tasks (the adapters' task axis)."""
+    the suite's first index among all training tasks (the adapters' task axis). Also diagnostic
+    rows per task and seed: the token's distance to the training tokens (:func:`token_distance`),
+    the generated adapter's norm relative to the mean norm of the trained per-task adapters,
+    and the success of NestedVLA and of the frozen base."""
     n_train = len(train_tasks)
     both = suites.concat(train_tasks, held_tasks)
     n = len(both)
@@ -120,6 +137,14 @@ def evaluate_suite(cfg, suite: str, train_tasks, held_tasks, offset: int, bases,
         rows = {g: i for i, g in enumerate(chosen)}
         rates[method] = np.stack([evals[rows[g], s] for s, g in enumerate(best)])
         lams[method] = np.asarray(grid, float)[best]
+    norm = np.asarray(delta_norm(per_task["nestedvla"]))            # (seeds, tasks)
+    trained = np.asarray(delta_norm(own)).mean(1, keepdims=True)    # (seeds, 1)
+    distance = token_distance(emb, n_train)
+    diagnostics = [{"suite": suite, "task": t, "split": "heldout" if t >= n_train else "train",
+                    "seed": int(seed), "token_distance": float(distance[t]),
+                    "delta_norm_ratio": float(norm[s, t] / trained[s, 0]),
+                    "nestedvla": float(rates["nestedvla"][s, t]), "base": float(rates["base"][s, t])}
+                   for s, seed in enumerate(cfg.seeds) for t in range(n)]
     out = []
     for method in METHODS:
         for s, seed in enumerate(cfg.seeds):
@@ -132,7 +157,7 @@ def evaluate_suite(cfg, suite: str, train_tasks, held_tasks, offset: int, bases,
                             "kind": suites.KINDS[int(both.kind[t])], "seed": int(seed),
                             "success": float(rates[method][s, t]),
                             "lam": float(lams[method][s])})
-    return out
+    return out, diagnostics
 
 
 def by_suite(rows: list[dict], split: str) -> list[dict]:

@@ -60,4 +60,33 @@ def heldout_success(run):
     return fig
 
 
-FIGURES = figures_by_name(success_by_suite, heldout_success)
+@figure("tables/generated_adapters.csv")
+def generated_adapters(run):
+    """Why generation fails or holds on a task: left, the norm of the adapter NestedVLA generates
+    (relative to the mean norm of the trained per-task adapters of that seed) against the
+    distance of the task token to the nearest training token (in units of the median
+    nearest-neighbour distance among training tokens); right, NestedVLA's success minus the
+    frozen base's on that task against the same norm. One dot per task and seed; training tasks
+    (grey) and held-out tasks (red)."""
+    table = tables.read(run.input("generated_adapters.csv"),
+                        ["split", "token_distance", "delta_norm_ratio", "nestedvla", "base"])
+    fig, axes = plotting.subplots(1, 2, width=3.8, height=3.0)
+    fig.subplots_adjust(wspace=0.45)
+    for split, color in (("train", "0.6"), ("heldout", "C3")):
+        rows = table["split"] == split
+        label = "training tasks" if split == "train" else "held-out tasks"
+        axes[0, 0].plot(table["token_distance"][rows], table["delta_norm_ratio"][rows], ".",
+                        color=color, ms=4, label=label)
+        axes[0, 1].plot(table["delta_norm_ratio"][rows],
+                        table["nestedvla"][rows] - table["base"][rows], ".", color=color, ms=4,
+                        label=label)
+    axes[0, 0].set_xlabel("token distance to nearest training\ntoken (1 = median among training)")
+    axes[0, 0].set_ylabel("generated adapter norm\n/ mean trained adapter norm")
+    axes[0, 1].set_xlabel("generated adapter norm\n/ mean trained adapter norm")
+    axes[0, 1].set_ylabel("success rate difference:\nNestedVLA - frozen base")
+    axes[0, 1].axhline(0, color="k", lw=0.5)
+    axes[0, 0].legend(frameon=False, fontsize=7)
+    return fig
+
+
+FIGURES = figures_by_name(success_by_suite, heldout_success, generated_adapters)

@@ -165,6 +165,15 @@ def success(suite: str, s: dict, kind: jax.Array, goal: jax.Array) -> jax.Array:
     return jnp.where(kind == 1, jnp.linalg.norm(s["obj"] - goal), jnp.linalg.norm(ee - goal)) < TOL
 
 
+def potential(suite: str, s: dict, kind: jax.Array, goal: jax.Array) -> jax.Array:
+    """-(distance still to cover): reach: |ee - g|; place: |obj - g| plus, while the object is
+    not held, |ee - obj|. Zero exactly at a solved task (the shaping term of PPO's reward)."""
+    ee = forward_kinematics(suite, s["q"])
+    to_goal = jnp.where(kind == 1, jnp.linalg.norm(s["obj"] - goal), jnp.linalg.norm(ee - goal))
+    to_object = jnp.where((kind == 1) & (s["held"] == 0), jnp.linalg.norm(ee - s["obj"]), 0.0)
+    return -(to_goal + to_object)
+
+
 def rollout(suite: str, policy, kind, goal, obj0, key, horizon: int, noise: float = 0.0):
     """One episode under ``policy(obs) -> action`` with Gaussian action noise ``noise``.
     Returns observations (T, OBS_DIM), the expert's actions at those states (T, ACT_DIM), and

@@ -19,7 +19,9 @@ import numpy as np
 import optax
 
 from repro26.core import train as core_train
-from repro26.nestedvla.policy import (BasePolicy, LoRA, NestedHypernetwork, bc_loss, init_lora)
+from repro26.nestedvla.policy import (PLANAR, BasePolicy, LoRA, NestedHypernetwork, bc_loss,
+                                     init_lora)
+from repro26.nestedvla.suites import ACT_DIM, EMB_DIM
 
 
 def optimizer(lr: float, steps: int) -> optax.GradientTransformation:
@@ -63,13 +65,16 @@ def _seed_step(single, in_axes):
     return step
 
 
-def init_bases(cfg, seeds) -> BasePolicy:
+def init_bases(cfg, seeds, layout=PLANAR, act_dim: int = ACT_DIM) -> BasePolicy:
     keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-    return eqx.filter_vmap(lambda k: BasePolicy(cfg.width, cfg.depth, key=k))(keys)
+    return eqx.filter_vmap(lambda k: BasePolicy(cfg.width, cfg.depth, cfg.heads, layout, act_dim,
+                                                key=k))(keys)
 
 
-def train_base(cfg, seeds, obs, acts, emb, mask, checkpoint: Path | None, progress: bool):
-    """Pretrain the base policy by BC on the pretraining tasks of every suite, per seed."""
+def train_base(cfg, seeds, obs, acts, emb, mask, checkpoint: Path | None, progress: bool,
+               layout=PLANAR):
+    """Pretrain the base policy by BC on the pretraining tasks of every suite, per seed
+    (``layout``: the tokens of the suite's observation and instruction)."""
     opt = optimizer(cfg.base_lr, cfg.base_steps)
 
     def loss_fn(base, data, key):
@@ -77,7 +82,8 @@ def train_base(cfg, seeds, obs, acts, emb, mask, checkpoint: Path | None, progre
         return _tasks_loss(base, lambda t, e: None, o, a, e, m, key, cfg.per_task), {}
 
     step = _seed_step(core_train.optax_step(loss_fn, opt), None)
-    state = eqx.filter_vmap(lambda m: core_train.init_train_state(m, opt))(init_bases(cfg, seeds))
+    state = eqx.filter_vmap(lambda m: core_train.init_train_state(m, opt))(
+        init_bases(cfg, seeds, layout, acts.shape[-1]))
     data = tuple(jnp.asarray(x) for x in (obs, acts, emb, mask))
     return _fit(step, state, data, seeds, steps=cfg.base_steps, chunk_size=cfg.chunk_size,
                 checkpoint=checkpoint, desc="base", progress=progress)
@@ -147,9 +153,9 @@ def train_joint(cfg, seeds, bases, obs, acts, emb, mask, checkpoint, progress):
                 checkpoint=checkpoint, desc="joint", progress=progress)
 
 
-def init_nested(cfg, seeds, shapes) -> NestedHypernetwork:
+def init_nested(cfg, seeds, shapes, emb_dim: int = EMB_DIM) -> NestedHypernetwork:
     return eqx.filter_vmap(lambda s: NestedHypernetwork(
-        shapes, cfg.rank, cfg.code_dim, cfg.inner_width, cfg.outer_width,
+        shapes, cfg.rank, cfg.code_dim, cfg.inner_width, cfg.outer_width, emb_dim,
         key=jax.random.PRNGKey(3000 + s)))(jnp.asarray(seeds))
 
 
@@ -178,7 +184,7 @@ def train_nested(cfg, seeds, bases, adapters, obs, acts, emb, mask, checkpoint, 
     step = _seed_step(core_train.optax_step(loss_fn, opt),
                       (eqx.if_array(0), 0, None, None, None, None))
     state = eqx.filter_vmap(lambda m: core_train.init_train_state(m, opt))(
-        init_nested(cfg, seeds, _shapes(bases)))
+        init_nested(cfg, seeds, _shapes(bases), emb.shape[-1]))
     data = (bases, targets, *(jnp.asarray(x) for x in (obs, acts, emb, mask)))
     return _fit(step, state, data, seeds, steps=cfg.nested_steps, chunk_size=cfg.chunk_size,
                 checkpoint=checkpoint, desc="nested", progress=progress)
@@ -190,3 +196,48 @@ def loss_table(name: str, seeds, loss: np.ndarray) -> list[dict]:
     every = max(1, loss.shape[0] // 20)
     return [{"model": name, "step": int(i + 1), "seed": int(s), "loss": float(loss[i, j])}
             for i in range(every - 1, loss.shape[0], every) for j, s in enumerate(seeds)]
+
+
+def train_adapters_ppo(cfg, seeds, bases, suite_tasks, checkpoint, progress):
+    """One LoRA adapter per training task on the frozen base by PPO (:mod:`ppo`), vmapped over
+    the tasks of a suite and seeds, suite after suite; adapters start as in
+    :func:`init_adapters` (the base policy). ``suite_tasks``: [(suite, Tasks)] in task order.
+    Returns the adapters stacked (seed, task) and the per-iteration mean episode success."""
+    from repro26.nestedvla import ppo, suites
+
+    opt = optimizer(cfg.ppo_lr, cfg.ppo_iterations * cfg.ppo_epochs)
+    n_total = sum(len(t) for _, t in suite_tasks)
+    adapters = init_adapters(cfg, seeds, _shapes(bases), n_total)
+    out, curves, offset = [], [], 0
+    for i, (suite, tasks) in enumerate(suite_tasks):
+        n = len(tasks)
+        mask = (jnp.arange(suites.ACT_DIM) < suites.ACT_USED[suite]).astype(jnp.float32)
+        task = (jnp.asarray(tasks.kind), jnp.asarray(tasks.goal), jnp.asarray(tasks.obj),
+                jnp.asarray(tasks.embedding()), jnp.tile(mask, (n, 1)))
+        single = ppo.ppo_step(suite, cfg, opt)
+
+        def per_seed(state, data, key, single=single, n=n):
+            base, task = data
+            return eqx.filter_vmap(single, in_axes=(eqx.if_array(0), (None, 0), 0))(
+                state, (base, task), jax.random.split(key, n))
+
+        step = _seed_step(per_seed, (eqx.if_array(0), None))
+        own = jax.tree.map(lambda x: x[:, offset:offset + n], adapters)
+        agents = eqx.filter_vmap(lambda s, lora: eqx.filter_vmap(
+            lambda t, l: ppo.init_agent(l, cfg.ppo_std, cfg.width,
+                                        jax.random.fold_in(jax.random.PRNGKey(4000 + s), t)))(
+            jnp.arange(n), lora))(jnp.asarray(seeds), own)
+        state = eqx.filter_vmap(eqx.filter_vmap(
+            lambda m: core_train.init_train_state(m, opt)))(agents)
+        ckpt = None if checkpoint is None else checkpoint.with_name(f"{checkpoint.name}.{suite}")
+        state, history = core_train.run_loop(
+            step, state, ((bases, task), jnp.asarray(seeds, jnp.uint32)),
+            key=jax.random.PRNGKey(5000 + i), num_steps=cfg.ppo_iterations,
+            chunk_size=min(cfg.chunk_size, cfg.ppo_iterations), checkpoint_path=ckpt,
+            checkpoint_every=min(cfg.chunk_size, cfg.ppo_iterations) if ckpt else None,
+            desc=f"ppo {suite}", progress=progress)
+        out.append(state.model.lora)
+        curves.append(np.asarray(history["success"]))
+        offset += n
+    lora = jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *out)
+    return lora, np.concatenate(curves, axis=-1)
