@@ -88,3 +88,16 @@ def test_finetune_needs_the_pretrained_weights(tmp_path):
         run_stage("neptuna", "finetune", config=ROOT / "config" / "config.yaml", scale="smoke",
                   out=tmp_path / "f.csv", inputs=[tmp_path / "bubble.h5"],
                   variant="dataset=bubble", progress=False)
+
+
+@pytest.mark.slow
+def test_3d_data_stage_writes_the_volume_and_its_symmetry_plane(tmp_path, smoke_stages):
+    run = smoke_stages("neptuna")
+    run.cfg = dataclasses.replace(run.cfg, datasets_3d=("bubble3d",), nx3=8, ny3=4, nz3=4,
+                                  n_traj_3d=1, n_frames_3d=2)
+    h5 = tmp_path / "data" / "bubble3d.h5"
+    run("data", h5, variant="dataset=bubble3d")
+    fields, params, attrs = data.read_h5(h5)
+    assert fields.shape == (1, 2, 6, 4, 4, 8) and attrs["channels"] == "rho,u,v,w,p,alpha"
+    snap = io.read_npz(tmp_path / "data" / "bubble3d_snapshots.npz")["fields"]
+    np.testing.assert_array_equal(snap[[0, -1]], fields[0, [0, -1], :, 0])
