@@ -190,7 +190,7 @@ def step_time(run):
     budget)."""
     t = tables.read(run.input("timing.csv"))
     names = tables.unique(t, "loss")
-    fig, axes = plotting.subplots(1, 1, width=3.4, height=2.6)
+    fig, axes = plotting.subplots(1, 1, width=4.2, height=2.8)
     ax = axes[0, 0]
     for i, name in enumerate(names):
         v = 1e3 * np.asarray(tables.select(t, loss=name)["seconds_per_step"], float)
@@ -199,8 +199,9 @@ def step_time(run):
     ref = 1e3 * np.median(np.asarray(tables.select(t, loss="mse")["seconds_per_step"], float))
     ax.axhline(1.05 * ref, ls="--", color="k", lw=0.8)
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names)
+    ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("ms per training step")
+    fig.tight_layout()
     return fig
 
 
