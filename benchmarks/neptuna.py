@@ -1,6 +1,7 @@
 """Two-phase solver throughput: cell-updates per second (cells × SSP-RK2 steps / s), our jitted
 JAX solver (:mod:`repro26.neptuna.solvers`, steps in one ``lax.scan``) against a NumPy
-implementation of the same scheme written here (primitive MUSCL with minmod, HLLC with the
+implementation of the same scheme written here (primitive MUSCL with minmod and the first-order
+fallback where a face state would be inadmissible, HLLC with the
 unit-scalar face velocity for the Γ, Π terms, Heun's SSP-RK2, the same boundaries), on the
 shock–bubble initial state, fixed dt, float32. One step of each is compared first (max difference of
 the state relative to each component's largest magnitude; float32 round-off), so both run the same arithmetic. One thread.
@@ -81,6 +82,11 @@ def np_direction(wp, axis, h, gp):
     n = wp.shape[axis]
     s = np_minmod(np.take(d, np.arange(0, n - 2), axis=axis), np.take(d, np.arange(1, n - 1), axis=axis))
     c = np.take(wp, np.arange(1, n - 1), axis=axis)
+
+    def admissible(e):  # ρ > 0 and (Γ+1)p + Π > 0: else the cell falls back to first order
+        return (e[0] > 0) & ((e[4] + 1.0) * e[3] + e[5] > 0)
+
+    s = np.where(admissible(c + 0.5 * s) & admissible(c - 0.5 * s), s, 0.0)
     wl = np.take(c + 0.5 * s, np.arange(0, n - 3), axis=axis)
     wr = np.take(c - 0.5 * s, np.arange(1, n - 2), axis=axis)
     F, uf = np_hllc(wl[order], wr[order])

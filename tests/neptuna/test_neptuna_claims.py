@@ -2,6 +2,7 @@
 undecided."""
 
 import numpy as np
+import pytest
 
 from repro26.neptuna import claims, evaluate
 
@@ -86,14 +87,18 @@ def test_composite_claim_holds_fails_and_is_undecided():
                                   COMPS).verdict == "inconclusive"
 
 
-def _timing(soft, grad, noise=0.0):
+def _timing(soft, grad, noise=0.0, control=1.0, steps=20):
+    """Interleaved rounds: per-round load factor shared by all programs (the case the pairing
+    removes), independent noise per measurement on top."""
     rng = np.random.default_rng(0)
-    rows = {"loss": [], "repeat": [], "seconds_per_step": []}
-    for r in range(8):
-        base = 0.01 * (1 + 0.1 * rng.random())
-        for loss, f in (("mse", 1.0), ("softadapt", soft), ("gradnorm", grad)):
+    rows = {"loss": [], "repeat": [], "steps": [], "seconds_per_step": []}
+    for r in range(9):
+        base = 0.01 * (1 + rng.random())  # load: up to 2x between rounds
+        for loss, f in (("mse", 1.0), ("softadapt", soft), ("gradnorm", grad),
+                        (claims.CONTROL, control)):
             rows["loss"].append(loss)
             rows["repeat"].append(r)
+            rows["steps"].append(steps)
             rows["seconds_per_step"].append(base * f * (1 + noise * rng.standard_normal()))
     return {k: np.asarray(v) for k, v in rows.items()}
 
@@ -105,3 +110,29 @@ def test_overhead_claim_holds_fails_and_is_undecided():
     assert claims.overhead_claim(_timing(1.02, 0.9), t, "unet", COMPS).verdict == "not held"
     assert claims.overhead_claim(_timing(1.04, 1.5, noise=0.2), t, "unet",
                                  COMPS).verdict == "inconclusive"
+
+
+def test_overhead_verdict_ignores_load_shared_by_a_round_but_not_a_biased_control():
+    """Load that scales a whole round leaves the paired ratios (and the verdict) unchanged; a
+    control program 10% off its twin widens the margin until the verdict cannot be decided."""
+    t = _loss_table(0.1, 0.05)
+    c = claims.overhead_claim(_timing(1.01, 1.5), t, "unet", COMPS)
+    assert c.measured["softadapt_over_mse"]["median"] == pytest.approx(1.01)
+    assert c.measured["noise_margin"] == pytest.approx(0.02)
+    assert claims.overhead_claim(_timing(1.01, 1.5, control=1.1), t, "unet",
+                                 COMPS).verdict == "inconclusive"
+
+
+def test_overhead_is_inconclusive_when_measurements_are_too_short():
+    c = claims.overhead_claim(_timing(1.01, 1.5, steps=1), _loss_table(0.1, 0.05), "unet", COMPS)
+    assert c.verdict == "inconclusive" and c.measured["shortest_measurement_s"] < 0.1
+
+
+def test_foundation_vs_scratch_is_paired_by_seed():
+    jitter = np.asarray([0.0, 0.01, -0.01, 0.005])
+    t = _table({**_base(), ("bubble", "fno", "mse"): {"nrmse": 1.0 + jitter, "iou": 0.5 + jitter},
+                ("bubble", "foundation", "mse"): {"nrmse": 0.8 + jitter, "iou": 0.5 + jitter}})
+    f = claims.foundation_vs_scratch(t, "fno")
+    assert f["bubble/nrmse"]["state"] == "better"
+    assert f["bubble/nrmse"]["gain"] == pytest.approx(0.2)
+    assert f["bubble/iou"]["gain"] == pytest.approx(0.0, abs=1e-12)

@@ -57,15 +57,18 @@ def test_gradnorm_lowers_the_weight_of_the_term_with_the_largest_gradient():
     assert float(new.sum()) == pytest.approx(1.0, abs=1e-6) and int(jnp.argmin(new)) == 3
 
 
+MAT = jnp.asarray([1.4, 0.0, 1.648, 0.0])  # (γ_ambient, p∞_ambient, γ_b, p∞_b)
+
+
 def test_spectral_bands_split_the_rmse_by_parseval():
     key = jax.random.PRNGKey(2)
     true = jnp.abs(_fields(key, (5, 16, 32))) + 0.5
     pred = true + 0.1 * _fields(jax.random.PRNGKey(3), (5, 16, 32))
-    m = evaluate.frame_metrics(pred, true, jnp.ones(5), 1.648, 0.0, 0.1)
+    m = evaluate.frame_metrics(pred, true, jnp.ones(5), MAT, 0.1)
     per_channel_sq = jnp.mean((pred - true) ** 2, (-2, -1))
     # bands are per-channel RMS in each band, averaged over channels: check channel 0 alone
     m0 = evaluate.frame_metrics(pred[:1].repeat(5, 0), true[:1].repeat(5, 0), jnp.ones(5),
-                                1.648, 0.0, 0.1)
+                                MAT, 0.1)
     assert float(m0["spec_low"] ** 2 + m0["spec_mid"] ** 2 + m0["spec_high"] ** 2) == \
         pytest.approx(float(per_channel_sq[0]), rel=1e-4)
     assert float(m["nrmse"]) == pytest.approx(float(jnp.sqrt(per_channel_sq).mean()), rel=1e-5)
@@ -74,7 +77,7 @@ def test_spectral_bands_split_the_rmse_by_parseval():
 def test_identical_prediction_has_perfect_metrics():
     true = jnp.abs(_fields(jax.random.PRNGKey(4), (5, 16, 32))) + 0.5
     true = true.at[4].set((jnp.arange(32) < 10).astype(jnp.float32)[None].repeat(16, 0))
-    m = evaluate.frame_metrics(true, true, jnp.ones(5), 1.648, 0.0, 0.1)
+    m = evaluate.frame_metrics(true, true, jnp.ones(5), MAT, 0.1)
     assert float(m["nrmse"]) == 0 and float(m["iou"]) == 1 and float(m["shock_err"]) == 0
     assert float(m["ssim"]) == pytest.approx(1.0, abs=1e-6) and float(m["mass_drift"]) == 0
 

@@ -3,8 +3,10 @@
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from repro26.core import io
 from repro26.core.cli import main, resolve_run_config, run_stage
 from repro26.core.config import ConfigError, UsageError
 from repro26.neptuna import cli, data
@@ -33,12 +35,21 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
         path = tmp_path / "runs" / ds / f"{m}_{loss}.csv"
         run("train", path, [h5], variant=f"dataset={ds},model={m},loss={loss}")
         csvs.append(path)
+    pretrained = tmp_path / "runs" / "foundation_pretrained.eqx"
+    run("pretrain", pretrained, [h5])
+    ft = tmp_path / "runs" / "bubble" / "foundation_mse.csv"
+    run("finetune", ft, [h5, pretrained], variant="dataset=bubble")
     run("timing", tmp_path / "tables" / "timing.csv", [h5])
-    run("evaluate", tmp_path / "tables", [h5, *csvs])
+    timing = io.read_table(tmp_path / "tables" / "timing.csv")
+    assert set(timing["loss"]) == {"mse", "softadapt", "gradnorm", "mse_control"}
+    assert np.all(timing["steps"] * timing["seconds_per_step"] >= cfg.timing_min_seconds)
+    run("evaluate", tmp_path / "tables", [h5, *csvs, ft])
+    metrics = io.read_table(tmp_path / "tables" / "metrics.csv")
+    assert np.sum(metrics["model"] == "foundation") == len(cfg.seeds)
     tables = [tmp_path / "tables" / f"{n}.csv" for n in
               ("validation", "sod_profile", "rollout", "metrics", "weights", "timing")]
-    claims = run.figures_and_claims(tmp_path, [*tables, tmp_path / "data" / "bubble_snapshots.npz"],
-                                    tables[3::2])
+    claims = run.figures_and_claims(tmp_path, [*tables, tmp_path / "data" / "bubble_snapshots.npz",
+                                               pretrained.with_suffix(".csv")], tables[3::2])
     assert list(claims) == ["no_single_best", "composite_losses_improve",
                             "softadapt_negligible_overhead"]
 
@@ -69,3 +80,24 @@ def test_grid_must_fit_the_unet_and_coarsening():
     scale, cfg, _ = _smoke_cfg()
     with pytest.raises(ConfigError, match="nx, ny"):
         cli._check(dataclasses.replace(cfg, nx=30))
+
+
+def test_finetune_needs_the_pretrained_weights(tmp_path):
+    (tmp_path / "bubble.h5").touch()
+    with pytest.raises(UsageError, match="pretrained"):
+        run_stage("neptuna", "finetune", config=ROOT / "config" / "config.yaml", scale="smoke",
+                  out=tmp_path / "f.csv", inputs=[tmp_path / "bubble.h5"],
+                  variant="dataset=bubble", progress=False)
+
+
+@pytest.mark.slow
+def test_3d_data_stage_writes_the_volume_and_its_symmetry_plane(tmp_path, smoke_stages):
+    run = smoke_stages("neptuna")
+    run.cfg = dataclasses.replace(run.cfg, datasets_3d=("bubble3d",), nx3=8, ny3=4, nz3=4,
+                                  n_traj_3d=1, n_frames_3d=2)
+    h5 = tmp_path / "data" / "bubble3d.h5"
+    run("data", h5, variant="dataset=bubble3d")
+    fields, params, attrs = data.read_h5(h5)
+    assert fields.shape == (1, 2, 6, 4, 4, 8) and attrs["channels"] == "rho,u,v,w,p,alpha"
+    snap = io.read_npz(tmp_path / "data" / "bubble3d_snapshots.npz")["fields"]
+    np.testing.assert_array_equal(snap[[0, -1]], fields[0, [0, -1], :, 0])

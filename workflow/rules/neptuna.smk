@@ -1,12 +1,13 @@
-# neptuna (issue 25): validate (solver vs exact Riemann) ; data (dataset) -> train (dataset x
-# model x loss, all seeds) -> evaluate ; timing. Figures, claims and the `neptuna` target come
-# from workflow/rules/protocol.smk.
+# neptuna (issue 25): validate (solver vs exact Riemann) ; data (dataset, 2-D or 3-D) -> train
+# (dataset x model x loss, all seeds) and pretrain (foundation, every dataset) -> finetune
+# (dataset) -> evaluate ; timing. Figures, claims and the `neptuna` target come from
+# workflow/rules/protocol.smk (the 3-D datasets enter through the snapshots figure, at `paper`).
 NEPTUNA = "neptuna"
 NEPTUNA_CFG = typed_config(NEPTUNA)
 NEPTUNA_RUNS = [
     out(NEPTUNA, "runs", ds, f"{m}_{loss}.csv")
     for ds, m, loss in load_method(NEPTUNA).runs(NEPTUNA_CFG)
-]
+] + [out(NEPTUNA, "runs", ds, "foundation_mse.csv") for ds in NEPTUNA_CFG.datasets]
 
 
 rule neptuna_validate:
@@ -30,7 +31,8 @@ rule neptuna_validate:
 
 
 rule neptuna_data:
-    """One dataset's trajectories from the two-phase solver (chunked, compressed HDF5)."""
+    """One dataset's trajectories from the two-phase solver (chunked, compressed HDF5); 2-D, or
+    3-D for the datasets_3d (run at `paper`)."""
     input:
         cfg=out(NEPTUNA, "config.json"),
     output:
@@ -41,7 +43,7 @@ rule neptuna_data:
     benchmark:
         bench_path(NEPTUNA, "data_{dataset}")
     wildcard_constraints:
-        dataset="|".join(NEPTUNA_CFG.datasets),
+        dataset="|".join((*NEPTUNA_CFG.datasets, *NEPTUNA_CFG.datasets_3d)),
     threads: THREADS
     resources:
         **train_resources(mem_mb_small=3000),
@@ -75,6 +77,52 @@ rule neptuna_train:
     shell:
         stage(NEPTUNA, "train", "--variant dataset={wildcards.dataset},model={wildcards.model},"
               "loss={wildcards.loss} --input {input.h5} --out {output.csv}")
+
+
+rule neptuna_pretrain:
+    """The foundation surrogate pretrained on every dataset jointly (our own weights)."""
+    input:
+        cfg=out(NEPTUNA, "config.json"),
+        h5=expand(out(NEPTUNA, "data", "{dataset}.h5"), dataset=NEPTUNA_CFG.datasets),
+    output:
+        eqx=out(NEPTUNA, "runs", "foundation_pretrained.eqx"),
+        curve=out(NEPTUNA, "runs", "foundation_pretrained.csv"),
+    log:
+        log_path(NEPTUNA, "pretrain"),
+    benchmark:
+        bench_path(NEPTUNA, "pretrain")
+    threads: THREADS
+    resources:
+        **train_resources(mem_mb_small=3000),
+    conda:
+        ENV
+    shell:
+        stage(NEPTUNA, "pretrain", "--input {input.h5} --out {output.eqx}")
+
+
+rule neptuna_finetune:
+    """The pretrained foundation surrogate fine-tuned on one dataset, every seed; rollout metrics."""
+    input:
+        cfg=out(NEPTUNA, "config.json"),
+        h5=out(NEPTUNA, "data", "{dataset}.h5"),
+        eqx=out(NEPTUNA, "runs", "foundation_pretrained.eqx"),
+    output:
+        csv=out(NEPTUNA, "runs", "{dataset}", "foundation_mse.csv"),
+        npz=out(NEPTUNA, "runs", "{dataset}", "foundation_mse.npz"),
+    log:
+        log_path(NEPTUNA, "finetune_{dataset}"),
+    benchmark:
+        bench_path(NEPTUNA, "finetune_{dataset}")
+    wildcard_constraints:
+        dataset="|".join(NEPTUNA_CFG.datasets),
+    threads: THREADS
+    resources:
+        **train_resources(mem_mb_small=3000),
+    conda:
+        ENV
+    shell:
+        stage(NEPTUNA, "finetune", "--variant dataset={wildcards.dataset} --input {input.h5} "
+              "{input.eqx} --out {output.csv}")
 
 
 rule neptuna_timing:

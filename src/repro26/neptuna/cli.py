@@ -1,7 +1,8 @@
 """Stages of ``repro26 neptuna <stage>`` and the method's typed config.
 
-validate (solver vs exact Riemann solutions) ; data (one job per dataset) -> train (one job per
-dataset, model and loss, every seed) -> evaluate (gathers, adds the trivial baselines) ;
+validate (solver vs exact Riemann solutions) ; data (one job per dataset, 2-D or 3-D) -> train
+(one job per dataset, model and loss, every seed) and pretrain (the foundation model on every
+dataset) -> finetune (one job per dataset) -> evaluate (gathers, adds the trivial baselines) ;
 timing (time per training step of MSE-only, SoftAdapt and GradNorm, in one job). Figures and
 claims come from core.
 """
@@ -52,9 +53,19 @@ class Config:
     softadapt_beta: float = 0.1
     gradnorm_lr: float = 0.025
     gradnorm_a: float = 1.5
-    timing_steps: int = 10
+    timing_steps: int = 10  # at least; raised until one measurement takes timing_min_seconds
     timing_repeats: int = 7
     timing_dataset: str = "bubble"
+    timing_min_seconds: float = 0.1
+    timing_margin: float = 0.02  # noise margin on time ratios, added to the MSE/MSE spread
+    foundation_model: str = "fno"  # the architecture pretrained on every dataset jointly
+    pretrain_steps: int = 300
+    datasets_3d: tuple[str, ...] = ()  # 3-D datasets (data only), run at `paper`
+    nx3: int = 64
+    ny3: int = 32
+    nz3: int = 32
+    n_traj_3d: int = 2
+    n_frames_3d: int = 5
 
 
 def _check(cfg: Config) -> None:
@@ -71,6 +82,12 @@ def _check(cfg: Config) -> None:
         raise ConfigError("neptuna.losses: must include mse (the reference of the loss study)")
     if cfg.loss_model not in cfg.models:
         raise ConfigError(f"neptuna.loss_model: {cfg.loss_model!r} must be one of models")
+    bad3 = [d for d in cfg.datasets_3d if d not in data.DATASETS_3D]
+    if bad3:
+        raise ConfigError(f"neptuna.datasets_3d: {bad3} not allowed; use {', '.join(data.DATASETS_3D)}")
+    if cfg.foundation_model not in model.MODELS:
+        raise ConfigError(f"neptuna.foundation_model: {cfg.foundation_model!r} not allowed; use "
+                          f"{', '.join(model.MODELS)}")
     if cfg.timing_dataset not in cfg.datasets:
         raise ConfigError(f"neptuna.timing_dataset: {cfg.timing_dataset!r} must be one of datasets")
     unit = 4 * cfg.coarsen * max(1, cfg.vit_patch // 4)
@@ -106,59 +123,59 @@ def validate_stage(run: Run) -> None:
 
 @stage({"dataset": str})
 def data_stage(run: Run) -> None:
-    """One dataset's trajectories (HDF5) and the reference trajectory's snapshots (npz)."""
+    """One dataset's trajectories (HDF5) and the reference trajectory's snapshots (npz); a 3-D
+    dataset (``datasets_3d``) on the nx3 × ny3 × nz3 grid."""
     from repro26.neptuna import data
 
     cfg = run.cfg
     _check(cfg)
     ds = run.variant["dataset"]
-    if ds not in cfg.datasets:
+    if ds not in (*cfg.datasets, *cfg.datasets_3d):
         raise UsageError(f"--variant dataset: {ds!r} is not configured; allowed: "
-                         f"{', '.join(cfg.datasets)}")
-    fields, cs, steps, t_end = data.generate(ds, cfg.n_traj, cfg.n_frames, cfg.nx, cfg.ny,
-                                             cfg.data_seed, cfg.cfl)
+                         f"{', '.join((*cfg.datasets, *cfg.datasets_3d))}")
+    if ds in cfg.datasets_3d:
+        n_frames = cfg.n_frames_3d
+        fields, cs, steps, t_end = data.generate(ds, cfg.n_traj_3d, n_frames, cfg.nx3, cfg.ny3,
+                                                 cfg.data_seed, cfg.cfl, nz=cfg.nz3)
+        snapshot = fields[0, :, :, 0]  # the z = 0 symmetry plane: (frames, C, ny, nx)
+    else:
+        n_frames = cfg.n_frames
+        fields, cs, steps, t_end = data.generate(ds, cfg.n_traj, n_frames, cfg.nx, cfg.ny,
+                                                 cfg.data_seed, cfg.cfl)
+        snapshot = fields[0]
     if not np.all(np.isfinite(fields)):
         raise RuntimeError(f"{ds}: the solver produced non-finite values")
     out = Path(run.out)
     data.write_h5(out.with_suffix(".h5"), fields, cs, steps, t_end,
                   {"dataset": ds, "lx": data.LX, "ly": data.LY, "n_test": cfg.n_test,
                    **{k: str(v) for k, v in run.meta().items()}})
-    idx = np.linspace(0, cfg.n_frames - 1, 4).round().astype(int)
+    idx = np.linspace(0, n_frames - 1, 4).round().astype(int)
     io.write_npz(out.with_name(f"{ds}_snapshots.npz"), compressed=True,
-                 fields=fields[0, idx], times=idx * t_end[0] / (cfg.n_frames - 1),
+                 fields=snapshot[idx], times=idx * t_end[0] / (n_frames - 1),
                  params=np.asarray(cs[0][:3]))
 
 
 def _load(path, cfg: Config):
-    """(train fields, test fields, test params, dx) after coarsening."""
+    """(train fields, test fields, test materials (n_test, 4), dx) after coarsening."""
     from repro26.neptuna import data, train
 
     fields, params, _ = data.read_h5(path)
     f = np.asarray(train.coarsen(fields, cfg.coarsen))
     n = f.shape[0] - cfg.n_test
-    test_params = {k: v[n:] for k, v in params.items()}
-    return f[:n], f[n:], test_params, data.LX / f.shape[-1]
+    return f[:n], f[n:], data.materials(params)[n:], data.LX / f.shape[-1]
 
 
-@stage({"dataset": str, "model": str, "loss": str})
-def train_stage(run: Run) -> None:
-    """One surrogate with one loss on one dataset, every seed; rollout metrics on the test set."""
+FOUNDATION = "foundation"  # the model name of the pretrained-then-fine-tuned runs
+
+
+def _rollout_rows(run: Run, key, states, norm, te, mats, dx, history) -> None:
+    """Rollout metrics of every seed's model on the test set -> the run's CSV and npz."""
     import jax.numpy as jnp
 
     from repro26.neptuna import evaluate, train
 
     cfg = run.cfg
-    _check(cfg)
-    key = (run.variant["dataset"], run.variant["model"], run.variant["loss"])
-    if key not in runs(cfg):
-        raise UsageError(f"--variant: {key} is not a configured (dataset, model, loss) run")
-    if not run.inputs:
-        raise UsageError("--input: the train stage needs the dataset's .h5 file")
-    tr, te, params, dx = _load(run.inputs[0], cfg)
-    states, history, norm = train.train_seeds(key[1], key[2], tr, cfg, cfg.seeds,
-                                              progress=run.progress)
-    per = train.rollout_seeds(states, norm, jnp.asarray(te),
-                              {k: jnp.asarray(v) for k, v in params.items()}, dx)
+    per = train.rollout_seeds(states, norm, jnp.asarray(te), jnp.asarray(mats), dx)
     rows = []
     for i, seed in enumerate(cfg.seeds):
         s = evaluate.summarise({k: np.asarray(v)[i] for k, v in per.items()})
@@ -171,11 +188,77 @@ def train_stage(run: Run) -> None:
                  terms=np.asarray(history["terms"]))
 
 
+@stage({"dataset": str, "model": str, "loss": str})
+def train_stage(run: Run) -> None:
+    """One surrogate with one loss on one dataset, every seed; rollout metrics on the test set."""
+    from repro26.neptuna import train
+
+    cfg = run.cfg
+    _check(cfg)
+    key = (run.variant["dataset"], run.variant["model"], run.variant["loss"])
+    if key not in runs(cfg):
+        raise UsageError(f"--variant: {key} is not a configured (dataset, model, loss) run")
+    if not run.inputs:
+        raise UsageError("--input: the train stage needs the dataset's .h5 file")
+    tr, te, mats, dx = _load(run.inputs[0], cfg)
+    states, history, norm = train.train_seeds(key[1], key[2], tr, cfg, cfg.seeds,
+                                              progress=run.progress)
+    _rollout_rows(run, key, states, norm, te, mats, dx, history)
+
+
+@stage()
+def pretrain_stage(run: Run) -> None:
+    """The foundation surrogate: ``foundation_model`` pretrained with MSE on every dataset's
+    training trajectories jointly, every seed (weights -> .eqx, loss curve -> .csv)."""
+    from repro26.neptuna import train
+
+    cfg = run.cfg
+    _check(cfg)
+    h5 = [p for p in run.inputs if str(p).endswith(".h5")]
+    if sorted(Path(p).stem for p in h5) != sorted(cfg.datasets):
+        raise UsageError(f"--input: the pretrain stage needs one .h5 per dataset "
+                         f"({', '.join(cfg.datasets)})")
+    sets = [_load(p, cfg)[0] for p in h5]
+    states, history = train.pretrain_seeds(cfg.foundation_model, sets, cfg, cfg.seeds,
+                                           progress=run.progress)
+    out = Path(run.out)
+    io.save_checkpoint(out, states.model, cfg.pretrain_steps, tag="neptuna-foundation")
+    loss = np.asarray(history["loss"])  # (steps, seed)
+    stride = max(1, len(loss) // 100)
+    io.write_table(out.with_suffix(".csv"),
+                   [{"step": k, "seed": seed, "loss": float(loss[k, i])}
+                    for k in range(0, len(loss), stride) for i, seed in enumerate(cfg.seeds)],
+                   run.meta())
+
+
+@stage({"dataset": str})
+def finetune_stage(run: Run) -> None:
+    """The pretrained foundation surrogate fine-tuned on one dataset for ``train_steps`` (the
+    from-scratch budget), every seed; rollout metrics on the test set (model ``foundation``)."""
+    from repro26.neptuna import train
+
+    cfg = run.cfg
+    _check(cfg)
+    ds = run.variant["dataset"]
+    if ds not in cfg.datasets:
+        raise UsageError(f"--variant dataset: {ds!r} is not configured; allowed: "
+                         f"{', '.join(cfg.datasets)}")
+    h5 = [p for p in run.inputs if str(p).endswith(".h5")]
+    weights = [p for p in run.inputs if str(p).endswith(".eqx")]
+    if len(h5) != 1 or len(weights) != 1:
+        raise UsageError("--input: the finetune stage needs the dataset's .h5 and the "
+                         "pretrained .eqx")
+    tr, te, mats, dx = _load(h5[0], cfg)
+    like = train.init_models(cfg.foundation_model, tr.shape[2], tr.shape[3:], cfg, cfg.seeds)
+    pretrained = io.load_model(weights[0], like)
+    states, history, norm = train.train_seeds(cfg.foundation_model, "mse", tr, cfg, cfg.seeds,
+                                              progress=run.progress, start_models=pretrained)
+    _rollout_rows(run, (ds, FOUNDATION, "mse"), states, norm, te, mats, dx, history)
+
+
 @stage()
 def evaluate_stage(run: Run) -> None:
     """Gather the runs into metrics.csv, rollout.csv, weights.csv, with the trivial baselines."""
-    import jax.numpy as jnp
-
     from repro26.neptuna import evaluate, losses, train
 
     cfg = run.cfg
@@ -186,10 +269,9 @@ def evaluate_stage(run: Run) -> None:
         raise UsageError("--input: the evaluate stage needs the datasets (.h5) and the run tables")
     for path in h5:
         ds = path.stem
-        tr, te, params, dx = _load(path, cfg)
+        tr, te, mats, dx = _load(path, cfg)
         norm = train.Normaliser.fit(tr)
-        per = train.baseline_metrics(te, {k: jnp.asarray(v) for k, v in params.items()},
-                                     norm.std, dx)
+        per = train.baseline_metrics(te, mats, norm.std, dx)
         for b in evaluate.BASELINES:
             summary = evaluate.summarise({k: np.asarray(v) for k, v in per[b].items()})
             for seed in cfg.seeds:  # deterministic: the same value for every seed
@@ -219,7 +301,8 @@ def evaluate_stage(run: Run) -> None:
 
 @stage()
 def timing_stage(run: Run) -> None:
-    """Seconds per training step of MSE-only, SoftAdapt and GradNorm, interleaved repeats."""
+    """Seconds per training step of MSE-only, SoftAdapt, GradNorm and a second MSE-only program
+    (the noise control): interleaved repeats, each measurement ≥ timing_min_seconds."""
     cfg = run.cfg
     _check(cfg)
     from repro26.neptuna import train
@@ -227,9 +310,10 @@ def timing_stage(run: Run) -> None:
     if not run.inputs:
         raise UsageError("--input: the timing stage needs the timing dataset's .h5 file")
     tr, _, _, _ = _load(run.inputs[0], cfg)
-    times = train.time_per_step(("mse", "softadapt", "gradnorm"), tr, cfg, cfg.timing_steps,
-                                cfg.timing_repeats, cfg.loss_model)
-    rows = [{"loss": loss, "repeat": r, "seconds_per_step": t}
+    times, steps = train.time_per_step(("mse", "softadapt", "gradnorm"), tr, cfg,
+                                       cfg.timing_steps, cfg.timing_repeats, cfg.loss_model,
+                                       cfg.timing_min_seconds)
+    rows = [{"loss": loss, "repeat": r, "steps": steps, "seconds_per_step": t}
             for loss, ts in times.items() for r, t in enumerate(ts)]
     io.write_table(run.out, rows, run.meta())
 
@@ -238,6 +322,8 @@ STAGES = {
     "validate": validate_stage,
     "data": data_stage,
     "train": train_stage,
+    "pretrain": pretrain_stage,
+    "finetune": finetune_stage,
     "evaluate": evaluate_stage,
     "timing": timing_stage,
 }

@@ -11,7 +11,7 @@ standard deviation of the training set, so errors are in units of each channel's
 * shock       |x_pred − x_true|, x the rightmost column whose y-mean pressure exceeds
               p_ambient + ½ (max_true − p_ambient): the leading shock, in domain units
 * drift       |Σ q_pred − Σ q_true| / |Σ q_true| for mass ρ and total energy
-              E = Γ p + Π + ½ ρ |u|² (Γ, Π mixed linearly in α)
+              E = Γ p + Π + ½ ρ |u|² (Γ, Π of the two materials mixed linearly in α)
 * stability   fraction of rollout steps before the first frame that is non-finite or has
               nRMSE > BLOWUP (a rollout that has left the data's range)
 """
@@ -38,8 +38,9 @@ def band_masks(h: int, w: int):
     return jnp.asarray(np.stack([k < 1 / 3, (k >= 1 / 3) & (k < 2 / 3), k >= 2 / 3]))
 
 
-def frame_metrics(pred, true, scale, gamma_b, p_inf_b, dx: float):
-    """Dict of the per-frame metrics (scalars) for one (C, H, W) pair."""
+def frame_metrics(pred, true, scale, mat, dx: float):
+    """Dict of the per-frame metrics (scalars) for one (C, H, W) pair; ``mat`` the trajectory's
+    (γ_ambient, p∞_ambient, γ_b, p∞_b)."""
     c, h, w = true.shape
     err = (pred - true) / scale[:, None, None]
     rmse = jnp.sqrt(jnp.mean(err**2, (-2, -1)))
@@ -60,10 +61,11 @@ def frame_metrics(pred, true, scale, gamma_b, p_inf_b, dx: float):
 
     def totals(f):
         rho, u, v, p, alpha = f
-        Ga, _ = solvers.gamma_functions(data.AIR["gamma"], data.AIR["p_inf"])
-        Gb, Pb = solvers.gamma_functions(gamma_b, p_inf_b)
+        Ga, Pa = solvers.gamma_functions(mat[0], mat[1])
+        Gb, Pb = solvers.gamma_functions(mat[2], mat[3])
         alpha = jnp.clip(alpha, 0, 1)
-        E = (alpha * Gb + (1 - alpha) * Ga) * p + alpha * Pb + 0.5 * rho * (u * u + v * v)
+        E = ((alpha * Gb + (1 - alpha) * Ga) * p + alpha * Pb + (1 - alpha) * Pa
+             + 0.5 * rho * (u * u + v * v))
         return rho.sum(), E.sum()
 
     (m_p, e_p), (m_t, e_t) = totals(pred), totals(true)
@@ -73,10 +75,10 @@ def frame_metrics(pred, true, scale, gamma_b, p_inf_b, dx: float):
             "energy_drift": jnp.abs(e_p - e_t) / jnp.abs(e_t)}
 
 
-def rollout_metrics(preds, trues, scale, gamma_b, p_inf_b, dx: float):
+def rollout_metrics(preds, trues, scale, mat, dx: float):
     """Per-step metrics (dict of (steps,) arrays) of one rollout; non-finite frames count as
     unstable and their metrics are NaN."""
-    per = jax.vmap(lambda p, t: frame_metrics(p, t, scale, gamma_b, p_inf_b, dx))(preds, trues)
+    per = jax.vmap(lambda p, t: frame_metrics(p, t, scale, mat, dx))(preds, trues)
     finite = jnp.all(jnp.isfinite(preds), axis=(1, 2, 3))
     ok = finite & (per["nrmse"] <= BLOWUP)
     per = {k: jnp.where(finite, v, jnp.nan) for k, v in per.items()}

@@ -75,17 +75,30 @@ def interface_weight(alpha_true, gamma: float, tau: float):
     return 1.0 + gamma * on
 
 
-def loss_terms(pred, target, gamma: float = 10.0, tau: float = 0.1) -> Float[Array, "4"]:
-    """(L_mse, L_h1, L_if, L_ss) of a batch."""
+def loss_terms(pred, target, gamma: float = 10.0, tau: float = 0.1,
+               active: tuple[bool, ...] = (True,) * 4) -> Float[Array, "4"]:
+    """(L_mse, L_h1, L_if, L_ss) of a batch; a term not ``active`` is not computed and reads 0
+    (a fixed loss pays only for its own terms)."""
     err = pred - target
-    gx, gy = grad2(err)
-    w = interface_weight(target[:, ALPHA], gamma, tau)[:, None]
-    return jnp.stack([
-        jnp.mean(err**2),
-        jnp.mean(gx**2 + gy**2),
-        jnp.mean(w * err**2),
-        1.0 - jnp.mean(ssim(pred, target)),
-    ])
+    zero = jnp.zeros((), pred.dtype)
+
+    def h1():
+        gx, gy = grad2(err)
+        return jnp.mean(gx**2 + gy**2)
+
+    def interface():
+        w = interface_weight(target[:, ALPHA], gamma, tau)[:, None]
+        return jnp.mean(w * err**2)
+
+    makers = (lambda: jnp.mean(err**2), h1, interface, lambda: 1.0 - jnp.mean(ssim(pred, target)))
+    return jnp.stack([make() if on else zero for make, on in zip(makers, active)])
+
+
+def active_terms(loss: str) -> tuple[bool, ...]:
+    """The terms a loss evaluates: a fixed composite its nonzero-weight terms, adaptive all."""
+    if loss in FIXED:
+        return tuple(w != 0.0 for w in FIXED[loss])
+    return (True,) * len(TERMS)
 
 
 def softadapt_weights(current, previous, variant: str = "softadapt", beta: float = 0.1):

@@ -71,8 +71,11 @@ def initial_weights(loss: str):
 
 
 def make_step(loss: str, optimizer, cfg):
-    """``step(state, (X, Y), key) -> (state, metrics)`` for one seed."""
-    term_fn = lambda pred, y: losses.loss_terms(pred, y, cfg.interface_gamma, cfg.interface_tau)  # noqa: E731
+    """``step(state, (X, Y), key) -> (state, metrics)`` for one seed. A fixed loss evaluates only
+    its own terms (the others read 0), so MSE-only pays for MSE alone."""
+    active = losses.active_terms(loss)
+    term_fn = lambda pred, y: losses.loss_terms(pred, y, cfg.interface_gamma, cfg.interface_tau,  # noqa: E731
+                                                active)
 
     def objective(model, x, y, w):
         terms = term_fn(jax.vmap(model)(x), y)
@@ -126,8 +129,8 @@ def init_state(name, loss, channels, shape, cfg, optimizer, key):
                         jnp.zeros((), jnp.int32))
 
 
-def optimizer_of(cfg):
-    schedule = optax.cosine_decay_schedule(cfg.lr, cfg.train_steps)
+def optimizer_of(cfg, steps: int | None = None):
+    schedule = optax.cosine_decay_schedule(cfg.lr, steps or cfg.train_steps)
     return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
 
 
@@ -138,44 +141,72 @@ def pairs(fields_norm):
     return jnp.asarray(X), jnp.asarray(Y)
 
 
-def train_seeds(name: str, loss: str, train_fields, cfg, seeds, progress=False, ckpt=None):
-    """Train one (model, loss) for every seed at once; returns (stacked states, history)."""
-    norm = Normaliser.fit(train_fields)
-    X, Y = pairs(norm(jnp.asarray(train_fields)))
+def init_models(name: str, channels: int, shape, cfg, seeds):
+    """The untrained networks of every seed, stacked (also the structure to load weights into)."""
+    keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+    return eqx.filter_vmap(lambda k: models.build(name, channels, shape, cfg, k))(keys)
+
+
+def _fit(name, loss, X, Y, cfg, seeds, steps, start_models=None, progress=False, tag=""):
+    """``steps`` Adam steps (cosine schedule) of one (model, loss) for every seed at once, from
+    ``start_models`` (stacked over seeds) when given, else from the seeds' initialisation."""
     c, h, w = X.shape[1:]
-    optimizer = optimizer_of(cfg)
+    optimizer = optimizer_of(cfg, steps)
     keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
     states = eqx.filter_vmap(lambda k: init_state(name, loss, c, (h, w), cfg, optimizer, k))(keys)
+    if start_models is not None:
+        params = eqx.filter(start_models, eqx.is_inexact_array)
+        states = eqx.tree_at(lambda s: (s.model, s.opt_state), states,
+                             (start_models, eqx.filter_vmap(optimizer.init)(params)))
     single = make_step(loss, optimizer, cfg)
     n = len(seeds)
 
     def step(state, batch, key):
         return eqx.filter_vmap(single, in_axes=(eqx.if_array(0), None, 0))(state, batch, jax.random.split(key, n))
 
-    step.__name__ = f"neptuna_{name}_{loss}"
-    states, history = run_loop(step, states, (X, Y), key=jax.random.PRNGKey(1000 + seeds[0]),
-                               num_steps=cfg.train_steps, chunk_size=cfg.chunk_size,
-                               checkpoint_path=ckpt, checkpoint_every=cfg.chunk_size * 10 if ckpt else None,
-                               desc=f"{name}/{loss}", progress=progress)
+    step.__name__ = f"neptuna_{name}_{loss}{tag}"
+    return run_loop(step, states, (X, Y), key=jax.random.PRNGKey(1000 + seeds[0]),
+                    num_steps=steps, chunk_size=cfg.chunk_size, desc=f"{name}/{loss}{tag}",
+                    progress=progress)
+
+
+def train_seeds(name: str, loss: str, train_fields, cfg, seeds, progress=False,
+                start_models=None):
+    """Train one (model, loss) for every seed at once for ``cfg.train_steps`` (from scratch, or
+    fine-tuning ``start_models``); returns (stacked states, history, normaliser)."""
+    norm = Normaliser.fit(train_fields)
+    X, Y = pairs(norm(jnp.asarray(train_fields)))
+    states, history = _fit(name, loss, X, Y, cfg, seeds, cfg.train_steps, start_models, progress,
+                           "" if start_models is None else "_finetune")
     return states, history, norm
 
 
-def rollout_seeds(states, norm, test_fields, params, dx: float):
+def pretrain_seeds(name: str, train_sets, cfg, seeds, progress=False):
+    """Foundation pretraining: MSE next-step training for ``cfg.pretrain_steps`` on the union of
+    the datasets' pairs, each dataset normalised by its own training statistics (the same
+    normaliser its fine-tuning and its from-scratch model use). Returns (states, history)."""
+    Xs, Ys = zip(*(pairs(Normaliser.fit(tr)(jnp.asarray(tr))) for tr in train_sets))
+    return _fit(name, "mse", jnp.concatenate(Xs), jnp.concatenate(Ys), cfg, seeds,
+                cfg.pretrain_steps, None, progress, "_pretrain")
+
+
+def rollout_seeds(states, norm, test_fields, mats, dx: float):
     """Rollout of every seed's model from frame 1 of each test trajectory through the last frame;
-    per-step metrics, arrays (seed, traj, steps)."""
-    return _rollout_all(states, norm, test_fields, params["gamma_b"], params["p_inf_b"], dx)
+    per-step metrics, arrays (seed, traj, steps). Errors are scaled by ``norm.std``, the
+    dataset's training spread; ``mats`` (traj, 4) the materials (:func:`data.materials`)."""
+    return _rollout_all(states, norm, test_fields, mats, dx)
 
 
 @eqx.filter_jit
-def _rollout_all(states, norm, test_fields, gamma_b, p_inf_b, dx):
+def _rollout_all(states, norm, test_fields, mats, dx):
     steps = test_fields.shape[1] - 2
 
     def one_model(model):
-        def traj(f, gb, pinf):
+        def traj(f, mat):
             z = model_rollout_norm(model, norm, f[1], steps)
-            return evaluate.rollout_metrics(z, f[2:], norm.std, gb, pinf, dx)
+            return evaluate.rollout_metrics(z, f[2:], norm.std, mat, dx)
 
-        return jax.vmap(traj)(test_fields, gamma_b, p_inf_b)
+        return jax.vmap(traj)(test_fields, mats)
 
     return eqx.filter_vmap(lambda s: one_model(s.model))(states)
 
@@ -185,43 +216,65 @@ def model_rollout_norm(model, norm, x0, steps):
     return jax.vmap(norm.inverse)(z)
 
 
-def baseline_metrics(test_fields, params, scale, dx: float):
+def baseline_metrics(test_fields, mats, scale, dx: float):
     """Per-step metrics (baseline, traj, steps) of persistence and linear extrapolation."""
     steps = test_fields.shape[1] - 2
 
     @jax.jit
-    def run(f, gb, pinf):
+    def run(f, mat):
         return {b: evaluate.rollout_metrics(evaluate.baseline_rollout(b, f[0], f[1], steps),
-                                            f[2:], scale, gb, pinf, dx) for b in evaluate.BASELINES}
+                                            f[2:], scale, mat, dx) for b in evaluate.BASELINES}
 
-    return jax.vmap(run)(jnp.asarray(test_fields), params["gamma_b"], params["p_inf_b"])
+    return jax.vmap(run)(jnp.asarray(test_fields), jnp.asarray(mats))
 
 
-def time_per_step(losses_to_time, train_fields, cfg, steps: int, repeats: int, name="unet"):
-    """Seconds per training step of each loss, ``repeats`` interleaved timings of a compiled
-    ``lax.scan`` of ``steps`` steps (one seed, compile excluded). Returns {loss: [times]}."""
+CONTROL = "mse_control"  # a second, separately compiled MSE-only program: the noise floor
+
+
+def time_per_step(losses_to_time, train_fields, cfg, min_steps: int, repeats: int,
+                  name="unet", min_seconds: float = 0.1):
+    """Seconds per training step of each loss plus :data:`CONTROL` (one seed, compile excluded).
+
+    Each loss runs as one compiled ``fori_loop`` over a step count given at run time; the count
+    is raised from ``min_steps`` until one measurement of the fastest loss lasts at least
+    ``min_seconds``, and every loss then runs that same count. ``repeats`` rounds, the order of the
+    losses rotated from round to round (interleaved in one job, so load drifts hit all alike).
+    Returns ({loss: [seconds per step, one per round]}, steps per measurement)."""
     norm = Normaliser.fit(train_fields)
     X, Y = pairs(norm(jnp.asarray(train_fields)))
     c, h, w = X.shape[1:]
     optimizer = optimizer_of(cfg)
+    names = (*losses_to_time, CONTROL)
     runners, states = {}, {}
-    for loss in losses_to_time:
-        single = make_step(loss, optimizer, cfg)
+    for loss in names:
+        single = make_step("mse" if loss == CONTROL else loss, optimizer, cfg)
 
         @eqx.filter_jit
-        def run(state, key, batch, single=single):
-            def body(s, k):
-                s, m = single(s, batch, k)
-                return s, m["loss"]
-            return jax.lax.scan(body, state, jax.random.split(key, steps))
+        def run(state, key, batch, n, single=single):
+            def body(i, s):
+                return single(s, batch, jax.random.fold_in(key, i))[0]
+            return jax.lax.fori_loop(0, n, body, state)
 
-        states[loss] = init_state(name, loss, c, (h, w), cfg, optimizer, jax.random.PRNGKey(0))
+        states[loss] = init_state(name, "mse" if loss == CONTROL else loss, c, (h, w), cfg,
+                                  optimizer, jax.random.PRNGKey(0))
         runners[loss] = run
-        jax.block_until_ready(run(states[loss], jax.random.PRNGKey(1), (X, Y)))  # compile
-    times = {loss: [] for loss in losses_to_time}
+
+    def measure(loss, n, r):
+        t0 = time.perf_counter()
+        jax.block_until_ready(runners[loss](states[loss], jax.random.PRNGKey(2 + r), (X, Y),
+                                            jnp.asarray(n, jnp.int32)))
+        return time.perf_counter() - t0
+
+    for loss in names:
+        measure(loss, 1, 0)  # compile
+    steps = max(1, min_steps)
+    while True:
+        fastest = min(measure(loss, steps, 0) for loss in names)
+        if fastest >= min_seconds:
+            break
+        steps = int(np.ceil(steps * max(2.0, 1.2 * min_seconds / max(fastest, 1e-9))))
+    times = {loss: [] for loss in names}
     for r in range(repeats):
-        for loss in losses_to_time:
-            t0 = time.perf_counter()
-            jax.block_until_ready(runners[loss](states[loss], jax.random.PRNGKey(2 + r), (X, Y)))
-            times[loss].append((time.perf_counter() - t0) / steps)
-    return times
+        for loss in names[r % len(names):] + names[:r % len(names)]:
+            times[loss].append(measure(loss, steps, r) / steps)
+    return times, steps
