@@ -79,7 +79,7 @@ def test_train_variant_must_name_a_configured_run(tmp_path, variant):
 def test_grid_must_fit_the_unet_and_coarsening():
     scale, cfg, _ = _smoke_cfg()
     with pytest.raises(ConfigError, match="nx, ny"):
-        cli._check(dataclasses.replace(cfg, nx=30))
+        cli.check(dataclasses.replace(cfg, nx=30))
 
 
 def test_finetune_needs_the_pretrained_weights(tmp_path):

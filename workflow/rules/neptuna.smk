@@ -13,7 +13,7 @@ NEPTUNA_RUNS = [
 rule neptuna_validate:
     """Sod and two-material shock tubes vs the exact Riemann solutions; the moving contact."""
     input:
-        cfg=out(NEPTUNA, "config.json"),
+        cfg=config_path(NEPTUNA, "validate"),
     output:
         rows=out(NEPTUNA, "tables", "validation.csv"),
         profile=out(NEPTUNA, "tables", "sod_profile.csv"),
@@ -34,7 +34,7 @@ rule neptuna_data:
     """One dataset's trajectories from the two-phase solver (chunked, compressed HDF5); 2-D, or
     3-D for the datasets_3d (run at `paper`)."""
     input:
-        cfg=out(NEPTUNA, "config.json"),
+        cfg=config_path(NEPTUNA, "data"),
     output:
         h5=out(NEPTUNA, "data", "{dataset}.h5"),
         snapshots=out(NEPTUNA, "data", "{dataset}_snapshots.npz"),
@@ -56,7 +56,7 @@ rule neptuna_data:
 rule neptuna_train:
     """One surrogate with one loss on one dataset, every seed; rollout metrics on the test set."""
     input:
-        cfg=out(NEPTUNA, "config.json"),
+        cfg=config_path(NEPTUNA, "train"),
         h5=out(NEPTUNA, "data", "{dataset}.h5"),
     output:
         csv=out(NEPTUNA, "runs", "{dataset}", "{model}_{loss}.csv"),
@@ -82,7 +82,7 @@ rule neptuna_train:
 rule neptuna_pretrain:
     """The foundation surrogate pretrained on every dataset jointly (our own weights)."""
     input:
-        cfg=out(NEPTUNA, "config.json"),
+        cfg=config_path(NEPTUNA, "pretrain"),
         h5=expand(out(NEPTUNA, "data", "{dataset}.h5"), dataset=NEPTUNA_CFG.datasets),
     output:
         eqx=out(NEPTUNA, "runs", "foundation_pretrained.eqx"),
@@ -103,7 +103,7 @@ rule neptuna_pretrain:
 rule neptuna_finetune:
     """The pretrained foundation surrogate fine-tuned on one dataset, every seed; rollout metrics."""
     input:
-        cfg=out(NEPTUNA, "config.json"),
+        cfg=config_path(NEPTUNA, "finetune"),
         h5=out(NEPTUNA, "data", "{dataset}.h5"),
         eqx=out(NEPTUNA, "runs", "foundation_pretrained.eqx"),
     output:
@@ -128,7 +128,7 @@ rule neptuna_finetune:
 rule neptuna_timing:
     """Seconds per training step of MSE-only, SoftAdapt and GradNorm, in one job."""
     input:
-        cfg=out(NEPTUNA, "config.json"),
+        cfg=config_path(NEPTUNA, "timing"),
         h5=out(NEPTUNA, "data", f"{NEPTUNA_CFG.timing_dataset}.h5"),
     output:
         out(NEPTUNA, "tables", "timing.csv"),
@@ -148,7 +148,7 @@ rule neptuna_timing:
 rule neptuna_evaluate:
     """Gather the runs into metrics, rollout and weight tables, with the trivial baselines."""
     input:
-        cfg=out(NEPTUNA, "config.json"),
+        cfg=config_path(NEPTUNA, "evaluate"),
         h5=expand(out(NEPTUNA, "data", "{dataset}.h5"), dataset=NEPTUNA_CFG.datasets),
         runs=NEPTUNA_RUNS,
     output:

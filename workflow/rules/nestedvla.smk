@@ -9,7 +9,7 @@ NV_DEMOS = out(NV, "data", "demos.npz")
 rule nestedvla_data:
     """Tasks of the three suites and noisy-expert demonstrations of every pretraining and skill task."""
     input:
-        cfg=out(NV, "config.json"),
+        cfg=config_path(NV, "data"),
     output:
         demos=NV_DEMOS,
         tasks=out(NV, "data", "tasks.csv"),
@@ -29,7 +29,7 @@ rule nestedvla_data:
 rule nestedvla_base:
     """Pretrain the base policy by BC on the pretraining tasks of all suites, every seed."""
     input:
-        cfg=out(NV, "config.json"),
+        cfg=config_path(NV, "base"),
         demos=NV_DEMOS,
     output:
         out(NV, "models", "base.eqx"),
@@ -49,7 +49,7 @@ rule nestedvla_base:
 rule nestedvla_adapters:
     """One LoRA adapter per skill task on the frozen base (BC), tasks x seeds vmapped."""
     input:
-        cfg=out(NV, "config.json"),
+        cfg=config_path(NV, "adapters"),
         demos=NV_DEMOS,
         base=out(NV, "models", "base.eqx"),
     output:
@@ -70,7 +70,7 @@ rule nestedvla_adapters:
 rule nestedvla_joint:
     """Multi-task joint training: one LoRA adapter on all skill tasks, every seed."""
     input:
-        cfg=out(NV, "config.json"),
+        cfg=config_path(NV, "joint"),
         demos=NV_DEMOS,
         base=out(NV, "models", "base.eqx"),
     output:
@@ -91,7 +91,7 @@ rule nestedvla_joint:
 rule nestedvla_nested:
     """NestedVLA: the nested hypernetwork fitted to the per-task adapters and BC loss, every seed."""
     input:
-        cfg=out(NV, "config.json"),
+        cfg=config_path(NV, "nested"),
         demos=NV_DEMOS,
         base=out(NV, "models", "base.eqx"),
         adapters=out(NV, "models", "adapters.eqx"),
@@ -113,7 +113,7 @@ rule nestedvla_nested:
 rule nestedvla_evaluate:
     """Merging baselines and rollouts of every method on every skill and held-out task."""
     input:
-        cfg=out(NV, "config.json"),
+        cfg=config_path(NV, "evaluate"),
         models=expand(out(NV, "models", "{model}.eqx"),
                       model=["base", "adapters", "joint", "nested"]),
     output:
@@ -139,7 +139,7 @@ rule nestedvla_mt10:
     mujoco). Not part of the `nestedvla` target; build it with
     `snakemake --use-conda --cores 1 nestedvla_mt10 --config scale=...`."""
     input:
-        cfg=out(NV, "config.json"),
+        cfg=config_path(NV, "mt10"),
     output:
         success=out(NV, "tables", "mt10_success.csv"),
         by_method=out(NV, "tables", "mt10_by_method.csv"),

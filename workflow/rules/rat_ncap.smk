@@ -10,7 +10,7 @@ RN_SEEDS = RN_CFG["seeds"]
 rule rat_ncap_speed:
     """Env-steps/s of the MJX body (vmapped) and of CPU MuJoCo."""
     input:
-        cfg=out(RN, "config.json"),
+        cfg=config_path(RN, "speed"),
     output:
         out(RN, "speed.csv"),
     log:
@@ -27,7 +27,7 @@ rule rat_ncap_speed:
 rule rat_ncap_train:
     """ES training of one controller variant with one seed."""
     input:
-        cfg=out(RN, "config.json"),
+        cfg=config_path(RN, "train"),
     output:
         params=out(RN, "runs", "{variant}", "seed{seed}.json"),
         history=out(RN, "runs", "{variant}", "seed{seed}.csv"),
@@ -54,7 +54,7 @@ rule rat_ncap_train:
 rule rat_ncap_evaluate:
     """Rewards, success and gait statistics of one variant over all seeds (+ ablations)."""
     input:
-        cfg=out(RN, "config.json"),
+        cfg=config_path(RN, "evaluate"),
         runs=lambda w: [out(RN, "runs", w.variant, f"seed{s}.json") for s in RN_SEEDS],
     output:
         table=out(RN, "eval", "{variant}.csv"),
@@ -81,7 +81,7 @@ rule rat_ncap_evaluate:
 rule rat_ncap_baselines:
     """Do-nothing, random-circuit and initial-circuit rows on the evaluation episodes."""
     input:
-        cfg=out(RN, "config.json"),
+        cfg=config_path(RN, "baselines"),
     output:
         table=out(RN, "eval", "baselines.csv"),
         contacts=out(RN, "eval", "baselines_contacts.csv"),
@@ -99,7 +99,7 @@ rule rat_ncap_baselines:
 rule rat_ncap_fictive:
     """Fictive locomotion (no body) of the main variant, initial and trained, with ablations."""
     input:
-        cfg=out(RN, "config.json"),
+        cfg=config_path(RN, "fictive"),
         runs=[out(RN, "runs", RN_CFG["main_variant"], f"seed{s}.json") for s in RN_SEEDS],
     output:
         out(RN, "fictive.csv"),
@@ -122,7 +122,7 @@ rule rat_ncap_rodent:
     """Learned NCAP circuits driving dm_control's full rodent (CPU MuJoCo); a one-row table
     saying so when the optional extra dm-control is not installed."""
     input:
-        cfg=out(RN, "config.json"),
+        cfg=config_path(RN, "rodent"),
         runs=[out(RN, "runs", v, f"seed{s}.json") for v in RN_CFG["rodent_variants"] for s in RN_SEEDS],
     output:
         out(RN, "rodent.csv"),

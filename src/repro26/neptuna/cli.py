@@ -68,7 +68,7 @@ class Config:
     n_frames_3d: int = 5
 
 
-def _check(cfg: Config) -> None:
+def check(cfg: Config) -> None:
     from repro26.neptuna import data, losses, model
 
     for field, values, allowed in (("datasets", cfg.datasets, data.DATASETS),
@@ -128,7 +128,6 @@ def data_stage(run: Run) -> None:
     from repro26.neptuna import data
 
     cfg = run.cfg
-    _check(cfg)
     ds = run.variant["dataset"]
     if ds not in (*cfg.datasets, *cfg.datasets_3d):
         raise UsageError(f"--variant dataset: {ds!r} is not configured; allowed: "
@@ -194,7 +193,6 @@ def train_stage(run: Run) -> None:
     from repro26.neptuna import train
 
     cfg = run.cfg
-    _check(cfg)
     key = (run.variant["dataset"], run.variant["model"], run.variant["loss"])
     if key not in runs(cfg):
         raise UsageError(f"--variant: {key} is not a configured (dataset, model, loss) run")
@@ -213,7 +211,6 @@ def pretrain_stage(run: Run) -> None:
     from repro26.neptuna import train
 
     cfg = run.cfg
-    _check(cfg)
     h5 = [p for p in run.inputs if str(p).endswith(".h5")]
     if sorted(Path(p).stem for p in h5) != sorted(cfg.datasets):
         raise UsageError(f"--input: the pretrain stage needs one .h5 per dataset "
@@ -238,7 +235,6 @@ def finetune_stage(run: Run) -> None:
     from repro26.neptuna import train
 
     cfg = run.cfg
-    _check(cfg)
     ds = run.variant["dataset"]
     if ds not in cfg.datasets:
         raise UsageError(f"--variant dataset: {ds!r} is not configured; allowed: "
@@ -304,7 +300,6 @@ def timing_stage(run: Run) -> None:
     """Seconds per training step of MSE-only, SoftAdapt, GradNorm and a second MSE-only program
     (the noise control): interleaved repeats, each measurement ≥ timing_min_seconds."""
     cfg = run.cfg
-    _check(cfg)
     from repro26.neptuna import train
 
     if not run.inputs:

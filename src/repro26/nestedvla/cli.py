@@ -129,7 +129,6 @@ def data_stage(run: Run) -> None:
     from repro26.nestedvla import evaluate, suites
 
     cfg = run.cfg
-    check(cfg)
     arrays: dict[str, list] = {}
     rows = []
     skills = evaluate.suite_tasks(cfg)
@@ -168,7 +167,6 @@ def base_stage(run: Run) -> None:
     """Pretrain the base policy by BC on the pretraining tasks of all suites (seeds vmapped)."""
     from repro26.nestedvla import train
 
-    check(run.cfg)
     model, loss = train.train_base(run.cfg, run.cfg.seeds, *_demos(run, "pretrain_"), _ckpt(run),
                                    run.progress)
     _save(run, "base", model, loss)
@@ -182,7 +180,6 @@ def adapters_stage(run: Run) -> None:
     from repro26.nestedvla import evaluate, train
 
     cfg = run.cfg
-    check(cfg)
     if cfg.skill_trainer == "ppo":
         tasks = [(suite, train_tasks) for suite, (train_tasks, _) in
                  evaluate.suite_tasks(cfg).items()]
@@ -200,7 +197,6 @@ def joint_stage(run: Run) -> None:
     """Multi-task joint training: one LoRA adapter on all training tasks (seeds vmapped)."""
     from repro26.nestedvla import train
 
-    check(run.cfg)
     model, loss = train.train_joint(run.cfg, run.cfg.seeds, _bases(run), *_demos(run),
                                     _ckpt(run), run.progress)
     _save(run, "joint", model, loss)
@@ -212,7 +208,6 @@ def nested_stage(run: Run) -> None:
     loss (seeds vmapped)."""
     from repro26.nestedvla import train
 
-    check(run.cfg)
     demos = _demos(run)
     bases = _bases(run)
     adapters = _adapters(run, bases, demos[0].shape[0])
@@ -232,7 +227,6 @@ def evaluate_stage(run: Run) -> None:
     from repro26.nestedvla import evaluate, train
 
     cfg = run.cfg
-    check(cfg)
     tasks = evaluate.suite_tasks(cfg)
     n_total = cfg.n_tasks * len(tasks)
     bases = _bases(run)
@@ -268,7 +262,6 @@ def mt10_stage(run: Run) -> None:
     from repro26.nestedvla import evaluate, mt10, train
 
     cfg = run.cfg
-    check(cfg)
     bench = mt10.MT10(cfg.task_seed)
     obs, acts, expert_rate = mt10.demonstrations(bench, cfg.mt10_demo_episodes, cfg.mt10_horizon,
                                                  cfg.demo_noise, cfg.task_seed)

@@ -214,10 +214,7 @@ def mlp_claim(cfg, evals) -> Claim:
 @claim_set(inputs_from=lambda cfg: [f"eval/{v}.csv" for v in cfg.variants]
            + ["eval/baselines.csv", "fictive.csv", "speed.csv"])
 def CLAIMS(run) -> list[Claim]:
-    from repro26.rat_ncap.cli import check_config
-
     cfg = run.cfg
-    check_config(cfg)
     evals = eval_tables(run)
     budget = (f"measured at {run.scale} scale: ES population {cfg.pop_size}, {cfg.generations} generations, "
               f"{cfg.episode_s:g} s training episodes, {len(cfg.seeds)} seeds, {len(cfg.variants)} variants; "

@@ -63,7 +63,7 @@ class Config:
     reward: RewardConfig
 
 
-def check_config(cfg: Config) -> None:
+def check(cfg: Config) -> None:
     """Semantic checks the types cannot express (one line naming the field)."""
     from repro26.core.config import ConfigError
     from repro26.rat_ncap.train import parse_variant
@@ -139,7 +139,6 @@ def train_stage(run: Run) -> None:
     from repro26.core.io import write_json, write_table
     from repro26.rat_ncap.train import train
 
-    check_config(run.cfg)
     name = _variant(run)
     ckpt = run.out.with_name(run.out.name + ".ckpt")
     params, hist, policy = train(run.cfg, name, run.seed, ckpt, run.progress)
@@ -164,7 +163,6 @@ def evaluate_stage(run: Run) -> None:
     from repro26.rat_ncap.train import build_policy, parse_variant, reward_spec
 
     cfg = run.cfg
-    check_config(cfg)
     name = _variant(run)
     variant = parse_variant(name)
     runs = [read_json(run.input(f"{name}/seed{s}.json")) for s in cfg.seeds]
@@ -194,7 +192,6 @@ def baselines_stage(run: Run) -> None:
     from repro26.rat_ncap.train import reward_spec
 
     cfg = run.cfg
-    check_config(cfg)
     env = body.make_env(cfg.timestep)
     n = len(cfg.seeds)
     seed_keys = jax.random.split(jax.random.PRNGKey(EVAL_KEY), n)
@@ -231,7 +228,6 @@ def fictive_stage(run: Run) -> None:
     from repro26.rat_ncap.train import build_policy, parse_variant
 
     cfg = run.cfg
-    check_config(cfg)
     name = _variant(run)
     if not name.startswith("ncap"):
         raise UsageError(f"--variant variant: fictive locomotion needs an NCAP variant, got {name!r}")
@@ -263,7 +259,6 @@ def rodent_stage(run: Run) -> None:
     from repro26.rat_ncap.train import build_policy, parse_variant
 
     cfg = run.cfg
-    check_config(cfg)
     if not rodent.dm_control_available():
         write_table(run.out, [{"variant": "none", "seed": -1, "v_cmd": float("nan"),
                                "status": "dm-control not installed (pip install dm-control)"}], run.meta())
