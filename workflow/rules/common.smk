@@ -16,6 +16,7 @@ from snakemake.settings.types import DeploymentMethod
 from repro26.core import cluster
 from repro26.core.config import (
     ConfigError,
+    NotATrigger,
     UsageError,
     as_dict,
     config_hash,
@@ -126,13 +127,12 @@ def config_path(method, name):
     return out(method, "config", f"{name}.json")
 
 
-def write_stage_config(path, method, name):
-    """The method's resolved config at this scale, for stage ``name``, written atomically; the
-    slice hash of the fields the stage reads goes with it (checked by the stage)."""
-    from repro26.core import io
-
-    io.write_json(path, {"scale": SCALE, method: {SCALE: method_config(method)},
-                         "stage": name, "config_slice": stage_slice(method, name)})
+def stage_config_text(method, name):
+    """The method's resolved config at this scale, for stage ``name``, as JSON; the slice hash of
+    the fields the stage reads goes with it (checked by the stage)."""
+    return NotATrigger(json.dumps({"scale": SCALE, method: {SCALE: method_config(method)},
+                                   "stage": name, "config_slice": stage_slice(method, name)},
+                                  sort_keys=True))
 
 
 def out(method, *parts):

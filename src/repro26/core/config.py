@@ -219,19 +219,20 @@ def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
     return cls(**kwargs)
 
 
-def check_method_config(module: Any, cfg: Any) -> Any:
+def check_method_config(module: Any, cfg: Any) -> None:
     """Run the cross-field ``check(cfg)`` the method's ``cli`` module may define (it raises
     :class:`ConfigError`). Core runs it where the config is parsed, so a stage's own code reads
     only the fields it uses."""
     check = getattr(module, "check", None)
     if check is not None:
         check(cfg)
-    return cfg
 
 
 def parse_method_config(module: Any, values: Mapping[str, Any], where: str) -> Any:
     """The method's typed, checked ``Config`` (``module`` is its ``cli``)."""
-    return check_method_config(module, parse_config(module.Config, values, where))
+    cfg = parse_config(module.Config, values, where)
+    check_method_config(module, cfg)
+    return cfg
 
 
 def config_hash(values: Mapping[str, Any]) -> str:
@@ -242,6 +243,19 @@ def config_hash(values: Mapping[str, Any]) -> str:
 
 def as_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg)
+
+
+class NotATrigger:
+    """A rule parameter that Snakemake's params trigger does not see: its metadata records only
+    parameters of builtin types, so a value of this class (formatted into the shell command as
+    its text) can change without rerunning the rule. Rule ``stage_config`` passes the stage's
+    config file this way, so only the slice hash, a plain parameter, decides a rerun."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def config_slice(cfg: Any, reads: tuple[str, ...] | None) -> dict[str, Any]:

@@ -62,8 +62,8 @@ def stage(variant: Mapping[str, VariantType] | None = None, *, seed: bool = Fals
     """Decorator: the function is a stage taking ``--variant`` keys ``variant`` (name -> type).
 
     ``reads``, when given, names the only ``Config`` fields the stage uses: its jobs then rerun
-    only when one of them changes (the per-stage config slice; see ``stage_config`` in
-    ``workflow/rules/common.smk``), and ``run.cfg`` raises on a read of any other field."""
+    only when one of them changes (the per-stage config slice; see rule ``stage_config`` in
+    the ``Snakefile``), and ``run.cfg`` raises on a read of any other field."""
 
     def wrap(fn: Callable[["Run"], None]) -> Stage:
         return Stage(fn, dict(variant or {}), seed, None if reads is None else tuple(reads))
