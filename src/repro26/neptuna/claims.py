@@ -264,8 +264,10 @@ def overhead_claim(timing, table, loss_model, composites, margin_floor: float = 
             return None
         if s + e <= OVERHEAD and g - e > 1.0:
             return None
-        return (f"timing noise: SoftAdapt/MSE {s:.3f} ± {e:.3f} straddles {OVERHEAD} or "
-                f"GradNorm/MSE {g:.3f} ± {e:.3f} straddles 1")
+        straddling = [f"{name} {r:.3f} ± {e:.3f} straddles {bound}"
+                      for name, r, bound in (("SoftAdapt/MSE", s, OVERHEAD), ("GradNorm/MSE", g, 1))
+                      if r - e <= bound < r + e]
+        return "timing noise: " + " and ".join(straddling)
 
     return Claim.check(
         "softadapt_negligible_overhead",
