@@ -98,8 +98,9 @@ def learning_curves(run):
 def gait_vs_speed(run):
     """Main Rat NCAP variant evaluated at each commanded speed: achieved forward speed, stride
     frequency (from hip/shoulder swing onsets) and duty factor (paw contact fraction); mean and
-    95% CI over seeds. Grey bands: approximate published rat ranges (Clarke & Parker 1986;
-    Gillis & Biewener 2001). Missing points: no stepping or a fall."""
+    95% CI over seeds. Grey bands: the approximate published rat ranges from slow walk to
+    gallop (stride frequency 2-5 Hz, duty factor 0.4-0.7; Clarke & Parker 1986; Gillis &
+    Biewener 2001). Missing points: no stepping or a fall."""
     t = eval_tables(run)[run.cfg.main_variant]
     fig, axes = subplots(1, 3, width=3.4, layout="constrained")
     v, speed = per_seed(t, "speed")
@@ -110,10 +111,12 @@ def gait_vs_speed(run):
     _errorbar(axes[0, 1], v, freq, label=run.cfg.main_variant)
     axes[0, 1].axhspan(*RAT_STRIDE_HZ, color="grey", alpha=0.2, label="rat (approx.)")
     axes[0, 1].set_ylabel("stride frequency (Hz)")
+    axes[0, 1].set_ylim(0.0, 1.4 * max(RAT_STRIDE_HZ[1], np.nanmax(freq, initial=0.0)))
     _, duty = per_seed(t, "duty")
     _errorbar(axes[0, 2], v, duty, label=run.cfg.main_variant)
     axes[0, 2].axhspan(*RAT_DUTY, color="grey", alpha=0.2, label="rat (approx.)")
     axes[0, 2].set_ylabel("duty factor")
+    axes[0, 2].set_ylim(0.0, 1.05)
     for ax in axes[0]:
         ax.set_xlabel("commanded speed (m/s)")
         ax.legend(fontsize=6)
@@ -157,14 +160,18 @@ def ablations(run):
     and the diagonal V0-type LPN), V3, V2a or the Ia pathways silenced. Left: fictive
     locomotion (circuit without body) of the untrained circuit; middle: of the trained
     circuits; right: the trained circuits on the body. Bars: mean with 95% CI over seeds x
-    speeds with a rhythm; dots: those runs; the claim uses the distance of their circular-mean
-    lag. Below each bar: the mean hind left-right phase-locking strength (resultant length)."""
+    speeds with a rhythm (fictive: from each seed's evaluation-key initial state); dots: those
+    runs; the claim uses the distance of their circular-mean lag. Below each bar: the mean
+    hind left-right phase-locking strength (resultant length). Fictive panels, above each
+    bar: the fraction of runs that alternate (distance from 0 >= 0.25) over all seeds x
+    random initial states x speeds, since the circuit is bistable (alternation or synchrony
+    depending on its initial state)."""
     from repro26.rat_ncap.evaluate import CONDITIONS
 
     t = eval_tables(run)[run.cfg.main_variant]
     fictive = tables.read(run.input("fictive.csv"))
-    panels = (("fictive, untrained circuit", fictive, {"circuit": "initial"}),
-              ("fictive, trained circuits", fictive, {"circuit": "trained"}),
+    panels = (("fictive, untrained circuit", fictive, {"circuit": "initial", "state": 0}),
+              ("fictive, trained circuits", fictive, {"circuit": "trained", "state": 0}),
               ("on the body, trained circuits", t, {}))
     fig, axes = subplots(1, 3, width=3.4)
     for k, (title, table, select) in enumerate(panels):
@@ -179,16 +186,21 @@ def ablations(run):
                 ax.bar(i, m, yerr=h, color=f"C{i}")
                 ax.plot(np.full(d.size, i), d, "k.", ms=3)
                 ax.text(i, -0.06, f"{np.nanmean(plv):.2f}", ha="center", va="top", fontsize=6)
+            if "circuit" in select:
+                alt = fictive["alternating"][tables.where(fictive, circuit=select["circuit"], condition=cond)]
+                ax.text(i, 0.6, f"{np.mean(alt.astype(bool)):.2f}", ha="center", va="bottom", fontsize=6,
+                        color="C3")
             else:
                 ax.text(i, 0.25, "no rhythm", ha="center", va="center", rotation=90, fontsize=6)
         ax.set_xticks(range(len(CONDITIONS)), CONDITIONS)
         ax.set_xlim(-0.6, len(CONDITIONS) - 0.4)
-        ax.set_ylim(-0.1, 0.55)
+        ax.set_ylim(-0.1, 0.68)
         ax.axhline(0, color="k", lw=0.5)
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("silenced population")
     axes[0, 0].set_ylabel("hind L-R lag: distance from 0\n(0.5 = alternation, 0 = synchrony)")
-    fig.suptitle(f"{run.cfg.main_variant}: ablations (numbers under bars: phase-locking strength)",
+    fig.suptitle(f"{run.cfg.main_variant}: ablations (under bars: phase-locking strength; red, top: "
+                 "fraction of fictive runs over all initial states that alternate)",
                  fontsize=8, y=1.03)
     return fig
 
