@@ -25,8 +25,11 @@ we derive a reduced body from it:
   the scapula, ``scapula_abduct`` [-15, 20] deg -> [-0.26, 0.35] rad). Each joint has a
   passive spring to the nominal posture (0.08 N m/rad) and damping (5e-3 N m s/rad).
 * splay: the proximal segments point outward so that the paws sit 1.5x wider than the
-  girdle attachments (fore track 6.6 cm, hind 7.8 cm; rats stand with splayed limbs), which
-  gives the support polygon a roll-resisting width.
+  girdle attachments in the nominal pose (fore track 6.6 cm, hind 7.8 cm; rats stand with
+  splayed limbs), which gives the support polygon a roll-resisting width. Under the body's
+  weight the ab/adduction springs yield (settled abduction 0.11 rad fore, 0.06 rad hind), so
+  the settled standing posture (:func:`settled_qpos`) has tracks of 8.2 / 8.3 cm and the
+  trunk 5.6 cm above the floor.
 * actuators: a flexor and an extensor motor per flexion joint and an abductor and an adductor
   motor per ab/adduction joint (24 in all), each pulling only (ctrl in [0, 1]); gear 0.08 N m
   at every joint (:data:`GEAR`: a few times the static torque of standing; rodent.xml's
@@ -64,7 +67,7 @@ LIMBS: tuple[str, ...] = ("LF", "RF", "LH", "RH")
 JOINTS_PER_LIMB = 3
 N_JOINTS = len(LIMBS) * JOINTS_PER_LIMB
 N_ACTUATORS = 2 * N_JOINTS
-STAND_HEIGHT = 0.062  # trunk height (m) of the initial standing posture
+STAND_HEIGHT = 0.062  # trunk height (m) of the nominal pose the body is let go from
 SPLAY = 0.5  # outward offset of the proximal segment, fraction of the girdle half-width
 #: actuator gear (N m) of the proximal, distal and ab/adduction joints: about 5-8x the static
 #: joint torque of the standing posture (0.010 N m hip/shoulder, 0.017 N m knee/elbow, about

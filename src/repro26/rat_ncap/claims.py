@@ -35,7 +35,9 @@ from repro26.core import tables
 from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import summary
-from repro26.rat_ncap.figures import baseline_reward, eval_tables, interface_variants, per_seed
+from repro26.rat_ncap.figures import (
+    alternating_fraction, baseline_reward, eval_tables, interface_variants, per_seed,
+)
 
 PAPER = "Rat v2 / Rat NCAP (NeurIPS 2026, abstract 2)"
 
@@ -152,23 +154,20 @@ def _lag_summary(table, **select) -> dict:
     return out
 
 
-def alternating_fraction(fictive, circuit: str) -> dict:
-    """Fraction of a circuit's fictive runs (seeds x initial states x speeds) that alternate,
-    per condition, with the number of runs."""
-    out = {}
-    for c in ("intact", "V0", "V3", "V2a", "Ia"):
-        sel = tables.where(fictive, circuit=circuit, condition=c)
-        if sel.any():
-            out[c] = {"fraction": float(np.mean(fictive["alternating"][sel].astype(bool))), "n": int(sel.sum())}
-    return out
+def alternating_fractions(fictive, circuit: str) -> dict:
+    """Per condition: the fraction of a circuit's fictive runs (seeds x initial states x
+    speeds) that alternate, and the number of runs."""
+    return {c: {"fraction": alternating_fraction(fictive, circuit, c),
+                "n": int(tables.where(fictive, circuit=circuit, condition=c).sum())}
+            for c in ("intact", "V0", "V3", "V2a", "Ia")}
 
 
 def ablation_claim(cfg, evals, fictive) -> Claim:
     body = _lag_summary(evals[cfg.main_variant])
     fict = _lag_summary(fictive, circuit="trained", state=0)
     measured = {"fictive_trained": fict, "fictive_initial": _lag_summary(fictive, circuit="initial", state=0),
-                "alternating_fraction_initial": alternating_fraction(fictive, "initial"),
-                "alternating_fraction_trained": alternating_fraction(fictive, "trained"),
+                "alternating_fraction_initial": alternating_fractions(fictive, "initial"),
+                "alternating_fraction_trained": alternating_fractions(fictive, "trained"),
                 "body": body, "fictive_holds": lag_test(fict["distance_from_0"]),
                 "body_holds": lag_test(body["distance_from_0"])}
 
