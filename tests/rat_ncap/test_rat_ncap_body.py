@@ -10,7 +10,7 @@ from repro26.rat_ncap import body
 
 def test_mjcf_loads_with_rat_proportions():
     m = body.mj_model()
-    assert (m.nq, m.nv, m.nu) == (15, 14, 16)
+    assert (m.nq, m.nv, m.nu) == (19, 18, 24)
     assert 0.25 <= body.total_mass() <= 0.45  # adult rat body mass range (kg)
     # only the four paws collide (with the floor)
     colliding = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, i) for i in range(m.ngeom) if m.geom_contype[i]]

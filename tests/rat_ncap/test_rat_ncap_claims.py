@@ -9,11 +9,12 @@ from repro26.rat_ncap.claims import ablation_claim, interface_claim, locomotion_
 
 SEEDS, SPEEDS = (0, 1, 2), (0.1, 0.2, 0.3)
 CFG = SimpleNamespace(main_variant="ncap-torque-refined", mlp_variant="mlp-torque-refined", generations=10,
+                      pop_size=16, mlp_pop_size=64, train_speeds=SPEEDS,
                       variants=("ncap-torque-refined", "ncap-muscle-refined", "ncap-ep-refined",
                                 "mlp-torque-refined"))
 
 
-def table(conditions=("intact",), num_params=75, **columns):
+def table(conditions=("intact",), num_params=83, **columns):
     """Rows (condition, seed, speed); ``columns[name](condition, seed, speed)`` gives a value."""
     rows = [dict(condition=c, seed=s, v_cmd=v, num_params=num_params, gait="walk",
                  **{k: f(c, s, v) for k, f in columns.items()})
@@ -32,16 +33,17 @@ def evals(ncap=0.5, mlp=0.5, muscle=0.3, ep=0.1, do_nothing=0.02, **main_columns
                 lr_hind=lambda c, s, v: 0.5)
     main.update(main_columns)
     out = {CFG.main_variant: table(("intact", "V0", "V3"), **main), "baselines": baselines(do_nothing)}
-    for name, value, n in (("ncap-muscle-refined", muscle, 75), ("ncap-ep-refined", ep, 75),
-                           (CFG.mlp_variant, mlp, 9696)):
+    for name, value, n in (("ncap-muscle-refined", muscle, 83), ("ncap-ep-refined", ep, 83),
+                           (CFG.mlp_variant, mlp, 11064)):
         out[name] = table(num_params=n, reward=lambda c, s, v, x=value: x + 0.01 * s,
                           success=lambda c, s, v, x=value: x > 0.2)
     return out
 
 
 def fictive(lag):
-    return table(("intact", "V0", "V3"), lr_hind=lambda c, s, v: lag[c]) | {
-        "circuit": np.asarray(["trained"] * 27)}
+    t = table(("intact", "V0", "V3"), lr_hind=lambda c, s, v: lag[c])
+    return t | {"circuit": np.asarray(["trained"] * 27), "state": np.zeros(27, int),
+                "alternating": np.asarray([lag[c] == 0.5 for c in t["condition"]])}
 
 
 def test_locomotion_claim_flips():

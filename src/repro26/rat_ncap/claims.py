@@ -11,9 +11,12 @@
    do-nothing controller's reward (nothing was trained that a difference could be read from).
 3. ``v0_v3_ablation``: the intact hind left-right lag is within 0.125 of 0.5 (distance from 0
    >= 0.375); silencing V0 moves it toward 0 by > 0.1 (distance from 0 drops by > 0.1), and
-   silencing V3 does not (drop <= 0.1). Lags are circular means over seeds x speeds. Judged
-   twice, on the trained circuits in fictive locomotion (no body) and on the body; held when
-   both hold; inconclusive when the intact body does not step.
+   silencing V3 does not (drop <= 0.1). Lags are circular means over seeds x speeds (fictive:
+   from each seed's evaluation-key initial state, state 0). Judged twice, on the trained
+   circuits in fictive locomotion (no body) and on the body; held when both hold;
+   inconclusive when the intact body does not step. Since the circuit is bistable, the
+   measured values also report the fraction of (seed, initial state, speed) fictive runs
+   that alternate (:func:`repro26.rat_ncap.evaluate.alternating`) per condition.
 4. ``ncap_vs_mlp_params``: NCAP's reward >= the lower end of the MLP's 95% CI with >= 100x
    fewer parameters. Inconclusive unless the MLP's reward CI lies above the do-nothing
    controller's reward (a comparison with an MLP that learned nothing says nothing).
@@ -32,7 +35,9 @@ from repro26.core import tables
 from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import summary
-from repro26.rat_ncap.figures import baseline_reward, eval_tables, interface_variants, per_seed
+from repro26.rat_ncap.figures import (
+    alternating_fraction, baseline_reward, eval_tables, interface_variants, per_seed,
+)
 
 PAPER = "Rat v2 / Rat NCAP (NeurIPS 2026, abstract 2)"
 
@@ -149,10 +154,20 @@ def _lag_summary(table, **select) -> dict:
     return out
 
 
+def alternating_fractions(fictive, circuit: str) -> dict:
+    """Per condition: the fraction of a circuit's fictive runs (seeds x initial states x
+    speeds) that alternate, and the number of runs."""
+    return {c: {"fraction": alternating_fraction(fictive, circuit, c),
+                "n": int(tables.where(fictive, circuit=circuit, condition=c).sum())}
+            for c in ("intact", "V0", "V3", "V2a", "Ia")}
+
+
 def ablation_claim(cfg, evals, fictive) -> Claim:
     body = _lag_summary(evals[cfg.main_variant])
-    fict = _lag_summary(fictive, circuit="trained")
-    measured = {"fictive_trained": fict, "fictive_initial": _lag_summary(fictive, circuit="initial"),
+    fict = _lag_summary(fictive, circuit="trained", state=0)
+    measured = {"fictive_trained": fict, "fictive_initial": _lag_summary(fictive, circuit="initial", state=0),
+                "alternating_fraction_initial": alternating_fractions(fictive, "initial"),
+                "alternating_fraction_trained": alternating_fractions(fictive, "trained"),
                 "body": body, "fictive_holds": lag_test(fict["distance_from_0"]),
                 "body_holds": lag_test(body["distance_from_0"])}
 
@@ -189,9 +204,12 @@ def mlp_claim(cfg, evals) -> Claim:
     measured["param_ratio"] = measured["mlp_params"] / measured["ncap_params"]
     measured["do_nothing_reward"] = baseline_reward(evals, "do-nothing")
     measured["random_circuit_reward"] = baseline_reward(evals, "random-circuit")
+    measured["ncap_population"], measured["mlp_population"] = cfg.pop_size, cfg.mlp_pop_size
     for key in ("ncap", "mlp"):
         measured[f"{key}_reward_per_param"] = measured[f"{key}_reward"]["mean"] / measured[f"{key}_params"]
         measured[f"{key}_reward_per_generation"] = measured[f"{key}_reward"]["mean"] / cfg.generations
+        measured[f"{key}_reward_per_1000_episodes"] = 1000 * measured[f"{key}_reward"]["mean"] / (
+            cfg.generations * measured[f"{key}_population"] * len(cfg.train_speeds))
 
     def mlp_untrained(m):
         if m["mlp_reward"]["ci95"][0] <= m["do_nothing_reward"]["mean"]:
@@ -216,7 +234,8 @@ def mlp_claim(cfg, evals) -> Claim:
 def CLAIMS(run) -> list[Claim]:
     cfg = run.cfg
     evals = eval_tables(run)
-    budget = (f"measured at {run.scale} scale: ES population {cfg.pop_size}, {cfg.generations} generations, "
+    budget = (f"measured at {run.scale} scale: ES population {cfg.pop_size} (MLPs {cfg.mlp_pop_size}), "
+              f"{cfg.generations} generations, "
               f"{cfg.episode_s:g} s training episodes, {len(cfg.seeds)} seeds, {len(cfg.variants)} variants; "
               "no tuning toward the claims")
     tried = ("; earlier small runs (population 24 x 120 generations x 1.5 s episodes, reward with an "

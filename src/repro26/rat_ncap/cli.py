@@ -50,7 +50,9 @@ class Config:
     eval_speeds: tuple[float, ...]
     eval_s: float
     fictive_s: float
+    fictive_states: int
     pop_size: int
+    mlp_pop_size: int
     generations: int
     chunk: int
     tau: float
@@ -81,12 +83,15 @@ def check(cfg: Config) -> None:
                           f"compiled chunk serves the whole run, got {cfg.generations}")
     if not cfg.mlp_hidden or len(set(cfg.mlp_hidden)) != 1:
         raise ConfigError(f"mlp_hidden: equal hidden widths (eqx.nn.MLP), got {list(cfg.mlp_hidden)}")
-    if cfg.pop_size < 4 or cfg.pop_size % 2:
-        raise ConfigError(f"pop_size: must be an even integer >= 4, got {cfg.pop_size}")
+    for field in ("pop_size", "mlp_pop_size"):
+        if getattr(cfg, field) < 4 or getattr(cfg, field) % 2:
+            raise ConfigError(f"{field}: must be an even integer >= 4, got {getattr(cfg, field)}")
     if len(cfg.eval_speeds) < 1 or min(cfg.eval_speeds + cfg.train_speeds) <= 0:
         raise ConfigError("eval_speeds/train_speeds: need positive speeds (m/s)")
     if cfg.eval_s < 2.0:
         raise ConfigError(f"eval_s: must cover the 0.5 s transient plus the 1.5 s gait diagram, got {cfg.eval_s}")
+    if cfg.fictive_states < 1:
+        raise ConfigError(f"fictive_states: need at least one initial state, got {cfg.fictive_states}")
     if cfg.fictive_s < 3.0:
         raise ConfigError(f"fictive_s: must cover the 1 s transient plus a few bursts (>= 3 s), got {cfg.fictive_s}")
 
@@ -218,7 +223,8 @@ def baselines_stage(run: Run) -> None:
 @stage({"variant": str})
 def fictive_stage(run: Run) -> None:
     """Fictive locomotion (circuit without body) of the main variant, initial and trained, for
-    every ablation: lags, phase-locking and population rates per seed and speed."""
+    every ablation: lags, phase-locking and population rates per seed, initial state
+    (``fictive_states`` of them; state 0 is the evaluation key's) and speed."""
     import jax
     import numpy as np
 
@@ -239,7 +245,7 @@ def fictive_stage(run: Run) -> None:
     rows = []
     for label, params in (("initial", initial), ("trained", trained)):
         rows += evaluate.fictive_rows(policy, params, cfg.seeds, cfg.eval_speeds, cfg.fictive_s, cfg.timestep,
-                                      key, label)
+                                      key, label, n_states=cfg.fictive_states)
     for row in rows:
         row["variant"] = name
     write_table(run.out, rows, run.meta())

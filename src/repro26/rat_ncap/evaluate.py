@@ -107,7 +107,7 @@ def gait_class(lags: dict) -> str:
 
 
 def gait_stats(q: np.ndarray, paw: np.ndarray, x: np.ndarray, alive: np.ndarray, dt: float) -> dict:
-    """Gait statistics of one episode; ``q`` (T, 8), ``paw`` (T, 4), ``x`` (T,), ``alive`` (T,)."""
+    """Gait statistics of one episode; ``q`` (T, 12), ``paw`` (T, 4), ``x`` (T,), ``alive`` (T,)."""
     start = int(round(TRANSIENT_S / dt))
     fell = not bool(alive[-1])
     nan = float("nan")
@@ -118,7 +118,7 @@ def gait_stats(q: np.ndarray, paw: np.ndarray, x: np.ndarray, alive: np.ndarray,
         out["speed"] = float((x[end - 1] - x[start]) / ((end - 1 - start) * dt))
     if fell or end - start <= 10:  # a fall, or an episode shorter than the transient
         return out
-    hips = q[start:, 0::2]
+    hips = q[start:, 0::body.JOINTS_PER_LIMB]
     if np.min(hips.std(axis=0)) < 0.03:
         return out
     out.update(coordination(hips, dt))
@@ -234,11 +234,11 @@ RATE_COLUMNS = {"RGF": RGF, "RGE": RGE, "V0d": V0D, "V0v": V0V, "V2a": V2A, "V3"
 
 
 def fictive_traces(policy: RatNCAP, params: Float[Array, "B P"], keys: jax.Array, v_cmd: Float[Array, " B"],
-                   masks: Float[Array, "B 19"], n_steps: int, dt: float, record_every: int):
+                   masks: Float[Array, "B 21"], n_steps: int, dt: float, record_every: int):
     """Fictive locomotion of a batch of circuits (no body): joint angles held at the standing
     posture (no Ia, no hip afferent), no paw load. Returns the flexor-minus-extensor RG rate
     per limb ``(B, T, 4)`` every ``record_every`` steps, and the mean rate of every population
-    after :data:`FICTIVE_TRANSIENT_S` ``(B, 19)`` (mean over limbs)."""
+    after :data:`FICTIVE_TRANSIENT_S` ``(B, 21)`` (mean over limbs)."""
     _, unravel = ravel_policy(policy)
     rest = jnp.zeros(N_JOINTS)
     skip = int(round(FICTIVE_TRANSIENT_S / (dt * record_every)))
@@ -261,18 +261,31 @@ def fictive_traces(policy: RatNCAP, params: Float[Array, "B P"], keys: jax.Array
     return np.asarray(signal), np.asarray(rates)
 
 
+def alternating(lag) -> np.ndarray:
+    """Whether a hind left-right lag is alternation-like: circular distance from 0 >= 0.25
+    (the complement of :func:`gait_class`'s synchronous band); False without a rhythm."""
+    lag = np.asarray(lag, float)
+    return np.isfinite(lag) & (tables.circular_distance(np.nan_to_num(lag), 0.0) >= 0.25)
+
+
 def fictive_rows(policy: RatNCAP, params: np.ndarray, seeds, speeds, seconds: float, dt: float,
-                 key: jax.Array, circuit: str, conditions: tuple[str, ...] = CONDITIONS) -> list[dict]:
-    """Rows (circuit, condition, seed, commanded speed) of fictive-locomotion statistics: the
-    lags and hind left-right phase-locking of RG-F burst onsets after the transient, the
-    burst frequency and population rates. Seed ``s`` uses the same initial state (key) at
-    every condition and speed; ``params[s]`` is its circuit."""
+                 key: jax.Array, circuit: str, conditions: tuple[str, ...] = CONDITIONS,
+                 n_states: int = 1) -> list[dict]:
+    """Rows (circuit, condition, seed, initial state, commanded speed) of fictive-locomotion
+    statistics: the lags and hind left-right phase-locking of RG-F burst onsets after the
+    transient, the burst frequency and population rates. ``params[s]`` is seed ``s``'s
+    circuit; it runs from ``n_states`` random initial states (:meth:`RatNCAP.init_state`):
+    state 0 from ``split(key, S)[s]``, state k > 0 from ``fold_in`` of that key with k. The
+    same state is used at every condition and speed, so ablations compare like with like."""
     record_every = 2
     n_c, n_s, n_v = len(conditions), params.shape[0], len(speeds)
     masks = np.stack([silence_mask(() if c == "intact" else (c,)) for c in conditions])
-    idx_c, idx_s, idx_v = (a.ravel() for a in np.meshgrid(np.arange(n_c), np.arange(n_s), np.arange(n_v),
-                                                            indexing="ij"))
-    keys = jax.random.split(key, n_s)[idx_s]
+    idx_c, idx_s, idx_k, idx_v = (a.ravel() for a in np.meshgrid(
+        np.arange(n_c), np.arange(n_s), np.arange(n_states), np.arange(n_v), indexing="ij"))
+    seed_keys = jax.random.split(key, n_s)
+    state_keys = jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(jnp.arange(n_states)))(seed_keys)
+    state_keys = state_keys.at[:, 0].set(seed_keys)
+    keys = state_keys[idx_s, idx_k]
     signal, rates = fictive_traces(policy, params[idx_s], keys, np.asarray(speeds)[idx_v], masks[idx_c],
                                    int(round(seconds / dt)), dt, record_every)
     skip = int(round(FICTIVE_TRANSIENT_S / (dt * record_every)))
@@ -280,6 +293,7 @@ def fictive_rows(policy: RatNCAP, params: np.ndarray, seeds, speeds, seconds: fl
     for b in range(len(idx_c)):
         stats = coordination(signal[b, skip:], dt * record_every)
         rows.append({"circuit": circuit, "condition": conditions[idx_c[b]], "seed": seeds[idx_s[b]],
-                     "v_cmd": float(speeds[idx_v[b]]), **stats, "gait": gait_class(stats),
+                     "state": int(idx_k[b]), "v_cmd": float(speeds[idx_v[b]]), **stats,
+                     "gait": gait_class(stats), "alternating": bool(alternating(stats["lr_hind"])),
                      **{f"rate_{k}": float(rates[b, i]) for k, i in RATE_COLUMNS.items()}})
     return rows

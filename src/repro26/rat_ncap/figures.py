@@ -35,6 +35,13 @@ def _baseline_lines(ax, evals):
         ax.axhline(baseline_reward(evals, cond)["mean"], color=color, ls=ls, lw=1, label=cond)
 
 
+def alternating_fraction(fictive, circuit: str, condition: str) -> float:
+    """Fraction of a circuit's fictive runs (seeds x initial states x speeds) under one
+    condition whose hind left-right lag alternates (``alternating`` column); NaN if none."""
+    sel = tables.where(fictive, circuit=circuit, condition=condition)
+    return float(np.mean(fictive["alternating"][sel].astype(bool))) if sel.any() else float("nan")
+
+
 def histories(run) -> dict[str, list[dict[str, np.ndarray]]]:
     """``runs/<variant>/seed<s>.csv`` inputs grouped by variant (seed order)."""
     out: dict[str, list] = {}
@@ -98,8 +105,9 @@ def learning_curves(run):
 def gait_vs_speed(run):
     """Main Rat NCAP variant evaluated at each commanded speed: achieved forward speed, stride
     frequency (from hip/shoulder swing onsets) and duty factor (paw contact fraction); mean and
-    95% CI over seeds. Grey bands: approximate published rat ranges (Clarke & Parker 1986;
-    Gillis & Biewener 2001). Missing points: no stepping or a fall."""
+    95% CI over seeds. Grey bands: the approximate published rat ranges from slow walk to
+    gallop (stride frequency 2-5 Hz, duty factor 0.4-0.7; Clarke & Parker 1986; Gillis &
+    Biewener 2001). Missing points: no stepping or a fall."""
     t = eval_tables(run)[run.cfg.main_variant]
     fig, axes = subplots(1, 3, width=3.4, layout="constrained")
     v, speed = per_seed(t, "speed")
@@ -110,12 +118,19 @@ def gait_vs_speed(run):
     _errorbar(axes[0, 1], v, freq, label=run.cfg.main_variant)
     axes[0, 1].axhspan(*RAT_STRIDE_HZ, color="grey", alpha=0.2, label="rat (approx.)")
     axes[0, 1].set_ylabel("stride frequency (Hz)")
+    axes[0, 1].set_ylim(0.0, 1.4 * max(RAT_STRIDE_HZ[1], np.nanmax(freq, initial=0.0)))
     _, duty = per_seed(t, "duty")
     _errorbar(axes[0, 2], v, duty, label=run.cfg.main_variant)
     axes[0, 2].axhspan(*RAT_DUTY, color="grey", alpha=0.2, label="rat (approx.)")
     axes[0, 2].set_ylabel("duty factor")
-    for ax in axes[0]:
+    axes[0, 2].set_ylim(0.0, 1.05)
+    pad = 0.1 * (np.ptp(v) or 0.1)
+    for ax, values in zip(axes[0], (speed, freq, duty)):
         ax.set_xlabel("commanded speed (m/s)")
+        ax.set_xlim(v.min() - pad, v.max() + pad)
+        if not np.isfinite(values).any():
+            ax.text(0.5, 0.5, "no stepping at any speed\n(every episode fell or had no rhythm)",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=7, color="C0")
         ax.legend(fontsize=6)
     fig.suptitle(f"{run.cfg.main_variant}: gait vs speed (mean, 95% CI over seeds; NaN = no stepping)",
                  fontsize=8)
@@ -140,6 +155,7 @@ def interfaces(run):
         axes[0, 0].bar(i, m, yerr=h, color=f"C{i}")
         axes[0, 0].plot(np.full(r.size, i), r, "k.", ms=4)
         axes[0, 1].bar(i, succ.mean(), color=f"C{i}")
+        axes[0, 1].text(i, succ.mean() + 0.02, f"{succ.mean():.2f}", ha="center", va="bottom", fontsize=7)
     _baseline_lines(axes[0, 0], evals)
     axes[0, 0].legend(fontsize=6)
     for ax, label in zip(axes[0], ("eval reward / step (mean over speeds)", "success rate (seeds x speeds)")):
@@ -157,14 +173,18 @@ def ablations(run):
     and the diagonal V0-type LPN), V3, V2a or the Ia pathways silenced. Left: fictive
     locomotion (circuit without body) of the untrained circuit; middle: of the trained
     circuits; right: the trained circuits on the body. Bars: mean with 95% CI over seeds x
-    speeds with a rhythm; dots: those runs; the claim uses the distance of their circular-mean
-    lag. Below each bar: the mean hind left-right phase-locking strength (resultant length)."""
+    speeds with a rhythm (fictive: from each seed's evaluation-key initial state); dots: those
+    runs; the claim uses the distance of their circular-mean lag. Below each bar: the mean
+    hind left-right phase-locking strength (resultant length). Fictive panels, under each
+    population's name: the fraction of runs that alternate (distance from 0 >= 0.25) over all seeds x
+    random initial states x speeds, since the circuit is bistable (alternation or synchrony
+    depending on its initial state)."""
     from repro26.rat_ncap.evaluate import CONDITIONS
 
     t = eval_tables(run)[run.cfg.main_variant]
     fictive = tables.read(run.input("fictive.csv"))
-    panels = (("fictive, untrained circuit", fictive, {"circuit": "initial"}),
-              ("fictive, trained circuits", fictive, {"circuit": "trained"}),
+    panels = (("fictive, untrained circuit", fictive, {"circuit": "initial", "state": 0}),
+              ("fictive, trained circuits", fictive, {"circuit": "trained", "state": 0}),
               ("on the body, trained circuits", t, {}))
     fig, axes = subplots(1, 3, width=3.4)
     for k, (title, table, select) in enumerate(panels):
@@ -181,14 +201,19 @@ def ablations(run):
                 ax.text(i, -0.06, f"{np.nanmean(plv):.2f}", ha="center", va="top", fontsize=6)
             else:
                 ax.text(i, 0.25, "no rhythm", ha="center", va="center", rotation=90, fontsize=6)
-        ax.set_xticks(range(len(CONDITIONS)), CONDITIONS)
+        labels = list(CONDITIONS)
+        if "circuit" in select:  # fraction of all (seed, initial state, speed) runs that alternate
+            labels = [f"{c}\n{alternating_fraction(fictive, select['circuit'], c):.2f}" for c in CONDITIONS]
+        ax.set_xticks(range(len(CONDITIONS)), labels, fontsize=7)
         ax.set_xlim(-0.6, len(CONDITIONS) - 0.4)
-        ax.set_ylim(-0.1, 0.55)
+        ax.set_ylim(-0.1, 0.6)
         ax.axhline(0, color="k", lw=0.5)
         ax.set_title(title, fontsize=8)
-        ax.set_xlabel("silenced population")
+        ax.set_xlabel("silenced population\n(fictive: 2nd line = fraction alternating)" if "circuit" in select
+                      else "silenced population")
     axes[0, 0].set_ylabel("hind L-R lag: distance from 0\n(0.5 = alternation, 0 = synchrony)")
-    fig.suptitle(f"{run.cfg.main_variant}: ablations (numbers under bars: phase-locking strength)",
+    fig.suptitle(f"{run.cfg.main_variant}: ablations (under bars: phase-locking strength; fictive tick "
+                 "labels: fraction of runs over all initial states that alternate)",
                  fontsize=8, y=1.03)
     return fig
 

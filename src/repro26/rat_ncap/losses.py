@@ -41,13 +41,14 @@ class RewardSpec:
 
 def _obs(data, q, qd, q0, v_cmd):
     ts = body.trunk_state(data)
-    return jnp.concatenate([q - q0, 0.1 * qd, jnp.stack([ts["up"], ts["vx"], 10.0 * ts["height"]]),
+    roll = body.trunk_roll(data)[0]
+    return jnp.concatenate([q - q0, 0.1 * qd, jnp.stack([ts["up"], ts["vx"], 10.0 * ts["height"], roll]),
                             0.1 * data.qvel[3:6], jnp.atleast_1d(v_cmd)])
 
 
 def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: jax.Array,
             v_cmd: Float[Array, " B"], n_steps: int, spec: RewardSpec,
-            masks: Float[Array, "B 19"] | None = None, record_every: int = 0):
+            masks: Float[Array, "B 21"] | None = None, record_every: int = 0):
     """Run a batch of ``B`` episodes side by side; returns ``(fitness (B,), trace)``.
 
     Episode ``b`` runs ``policy`` with its weights replaced by the flat vector ``params[b]``
@@ -61,10 +62,10 @@ def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: ja
     and fixed-point pass of the scan's batching rule, which dominated trace and compile time.
 
     ``trace`` (only when ``record_every`` > 0) holds every ``record_every``-th step, leading
-    axes (B, T): joint angles ``q`` (8), paw heights above contact ``paw`` (4), trunk ``vx``,
+    axes (B, T): joint angles ``q`` (12), paw heights above contact ``paw`` (4), trunk ``vx``,
     ``x``, ``up``, the ``alive`` flag, and the cost of transport ``cot`` of that step.
     """
-    q0 = jnp.asarray(env.init_qpos[7:])
+    q0 = jnp.asarray(env.q0)
     paw_ids = jnp.asarray(body.paw_geom_ids(env.dt))
     paw_r = jnp.asarray(body.paw_radii(env.dt))
     masked = masks is not None and not isinstance(policy, MLPPolicy)
@@ -85,7 +86,7 @@ def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: ja
             pstate, (f, e) = pol(pstate, _obs(data, q, qd, q0, v))
         else:
             load = jnp.clip(1.0 - paw / LOAD_HEIGHT_M, 0.0, 1.0)
-            pstate, (f, e) = pol(pstate, q, qd, q0, v, env.dt, mask, load)
+            pstate, (f, e) = pol(pstate, q, qd, q0, v, env.dt, mask, load, jnp.stack(body.trunk_roll(data)))
         ctrl = interface_ctrl(policy.interface, f, e, q, qd, q0)
         data = env.step(data, ctrl)
         ts = body.trunk_state(data)

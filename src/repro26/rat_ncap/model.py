@@ -15,7 +15,15 @@ eLife 6:e31050) and the NCAP idea of Bhattasali et al. (2022, NeurIPS):
   sign <= 0) and slow adaptation ``T da/dt = -a + r`` feeding back with gain ``-beta``; with
   constant input this is a Matsuoka (1985) oscillator (period: :func:`matsuoka_period`);
 * pattern formation (PF-F, PF-E), mutually inhibiting, driven by the RG half-centres;
-* motor neurons MN-F_j, MN-E_j per joint j (proximal, distal) driven by PF;
+* motor neurons MN-F_j, MN-E_j per flexion joint j (proximal, distal) driven by PF;
+* posture (hip/shoulder ab/adduction): a tonic abductor and adductor motor neuron per limb,
+  MN-Ab and MN-Ad, with learned biases, driven by a vestibular trunk-roll afferent (the
+  lateral vestibulospinal reflex: a sideways tilt excites the antigravity motor neurons of
+  the side that goes down; Wilson & Peterson 1978, Physiol. Rev. 58:80; Deliagina et al.
+  2008, J. Physiol. 586:2297 on postural limb reflexes). The afferent of limb side ``s``
+  (+1 left, -1 right) is ``clip(-s (phi + 0.1 dphi/dt) / 0.2 rad, 0, 1)`` for trunk roll
+  ``phi`` (positive: left side up); it excites the adductor of the falling side, which
+  brings its paw under the girdle and lifts that side, and the abductor of the rising side;
 * Ia stretch reflex: the Ia afferent of a muscle excites its own MN and its Ia-inhibitory
   interneuron (IaIN), which inhibits the antagonist MN (reciprocal inhibition);
 * hip/shoulder extension afferent (group II) exciting RG-F (stance-to-swing transition);
@@ -83,7 +91,11 @@ MNE = (6, 7)
 IAF = (8, 9)  # Ia-inhibitory interneurons of the flexor afferents (inhibit extensor MNs)
 IAE = (10, 11)
 V0D, V2A, V0V, INI, V3, LPNH, LPND = 12, 13, 14, 15, 16, 17, 18
-N_NEURONS = 19
+MNAB, MNAD = 19, 20  # ab/adduction (posture) motor neurons
+N_NEURONS = 21
+RHYTHMIC = 2  # flexion joints per limb driven by the rhythm (proximal, distal); the third is ab/adduction
+SIDE = np.array([1.0, -1.0, 1.0, -1.0])  # +1 left, -1 right
+ROLL_REF = 0.2  # rad of trunk roll (plus 0.1 s x roll rate) that saturates the roll afferent
 CONTRA = np.array([1, 0, 3, 2])  # LF<->RF, LH<->RH
 HOMOLAT = np.array([2, 3, 0, 1])  # LF<->LH, RF<->RH
 DIAG = np.array([3, 2, 1, 0])  # LF<->RH, RF<->LH
@@ -106,10 +118,16 @@ SYNAPSES: dict[str, tuple[int, str, float, tuple[int, ...]]] = {
     "rge_pfe": (1, "pf", 1.5, ()),
     "pf_pf": (-1, "pf", 1.0, ()),
     "b_pf": (0, "pf", -0.2, ()),
-    "pff_mn": (1, "mn", 1.0, (JOINTS_PER_LIMB,)),
-    "pfe_mn": (1, "mn", 1.0, (JOINTS_PER_LIMB,)),
-    "b_mn": (0, "mn", -0.1, (JOINTS_PER_LIMB,)),
-    "ia_mn": (1, "ia", 0.3, ()),  # Ia afferent -> homonymous MN
+    "pff_mn": (1, "mn", 1.0, (RHYTHMIC,)),
+    "pfe_mn": (1, "mn", 1.0, (RHYTHMIC,)),
+    "b_mn": (0, "mn", -0.1, (RHYTHMIC,)),
+    "b_ab": (0, "posture", 0.1, ()),  # tonic drive of MN-Ab
+    "b_ad": (0, "posture", 0.1, ()),  # tonic drive of MN-Ad
+    "roll_ad": (1, "posture", 1.0, ()),  # roll afferent of the falling side -> its MN-Ad
+    "roll_ab": (1, "posture", 1.0, ()),  # roll afferent of the other side -> MN-Ab
+    # Ia afferent -> homonymous MN; at 0.3 the untrained circuit's fore limbs gave way (elbow
+    # flexing, shoulder extending, the trunk pitching forward) in 8 of 24 four-second episodes
+    "ia_mn": (1, "ia", 0.8, ()),
     "ia_iain": (1, "ia", 1.0, ()),  # Ia afferent -> its IaIN
     "iain_mn": (-1, "ia", 0.5, ()),  # IaIN -| antagonist MN
     "iain_iain": (-1, "ia", 0.5, ()),  # IaIN -| antagonist IaIN
@@ -131,7 +149,7 @@ DRIVE0 = {"d0": 0.5, "d1": 2.0, "k_adapt": 1.0}
 
 
 class NCAPState(eqx.Module):
-    x: Float[Array, "4 19"]
+    x: Float[Array, "4 21"]
     adapt: Float[Array, "4 2"]
 
 
@@ -205,18 +223,21 @@ class RatNCAP(eqx.Module):
         return NCAPState(x, jnp.zeros((4, 2)))
 
     def __call__(self, state: NCAPState, q, qd, q0, v_cmd, dt,
-                 mask: Float[Array, " 19"] | None = None, load: Float[Array, " 4"] | None = None):
-        """One Euler step; returns the new state and (f, e), each (N_JOINTS,) in [0, 1].
+                 mask: Float[Array, " 21"] | None = None, load: Float[Array, " 4"] | None = None,
+                 roll: Float[Array, " 2"] | None = None):
+        """One Euler step; returns the new state and (f, e), each (N_JOINTS,) in [0, 1]
+        (per limb: flexor/extensor of the two flexion joints, abductor/adductor).
 
         ``mask`` (from :func:`silence_mask`) is the per-population activity gain (1 intact,
         0 silenced); ``None`` leaves every population intact. ``load`` is the paw-load signal
-        per limb in [0, 1] (``None``: no load, as in fictive locomotion)."""
+        per limb in [0, 1] (``None``: no load, as in fictive locomotion); ``roll`` the trunk
+        roll angle (rad) and rate (rad/s) (``None``: level, as in fictive locomotion)."""
         ws = self.weights()
         w = {k: v[GIRDLE] for k, v in ws.items() if k not in DRIVE0}  # per limb (4, ...)
         mask = jnp.ones(N_NEURONS) if mask is None else mask
         r = jnp.clip(state.x, 0.0, 1.0) * mask
-        dq = (q - q0).reshape(4, JOINTS_PER_LIMB)
-        dqd = qd.reshape(4, JOINTS_PER_LIMB)
+        dq = (q - q0).reshape(4, JOINTS_PER_LIMB)[:, :RHYTHMIC]
+        dqd = qd.reshape(4, JOINTS_PER_LIMB)[:, :RHYTHMIC]
         ia_gain = mask[IAF[0]]  # silencing Ia removes the afferents and their interneurons
         ia_f = ia_gain * jnp.clip(-dq - 0.05 * dqd, 0.0, 1.0)  # flexor stretched by extension
         ia_e = ia_gain * jnp.clip(dq + 0.05 * dqd, 0.0, 1.0)
@@ -224,6 +245,8 @@ class RatNCAP(eqx.Module):
         drive = ws["d0"] + ws["d1"] * v_cmd
         tau_adapt = self.tau_adapt * jnp.exp(-ws["k_adapt"] * ws["d1"] * v_cmd)
         load = jnp.zeros(4) if load is None else load
+        roll = jnp.zeros(2) if roll is None else roll
+        falling = jnp.clip(-SIDE * (roll[0] + 0.1 * roll[1]) / ROLL_REF, 0.0, 1.0)  # per limb
 
         col = lambda i: r[:, i]  # noqa: E731
         rgf = (w["b_rgf"] + w["d_rgf"] * drive + w["rge_rgf"] * col(RGE) + w["adapt"] * state.adapt[:, 0]
@@ -250,19 +273,21 @@ class RatNCAP(eqx.Module):
             w["rgf_lpnh"] * col(RGF),  # homolateral LPN
             w["rgf_lpnd"] * col(RGF),  # diagonal LPN
         ], axis=1)
+        posture = jnp.stack([w["b_ab"] + w["roll_ab"] * falling[CONTRA],  # MN-Ab
+                             w["b_ad"] + w["roll_ad"] * falling], axis=1)  # MN-Ad
         inp = jnp.concatenate([jnp.stack([rgf, rge, pff, pfe], axis=1), mnf, mne, iainf, iaine,
-                               commissural], axis=1)  # (4, N_NEURONS) in index order
+                               commissural, posture], axis=1)  # (4, N_NEURONS) in index order
 
         x = state.x + dt / self.tau * (-state.x + inp)
         rg = jnp.clip(state.x[:, :2], 0.0, 1.0)
         adapt = state.adapt + dt / tau_adapt * (-state.adapt + rg)
         r_new = jnp.clip(x, 0.0, 1.0) * mask
-        f = r_new[:, list(MNF)].reshape(N_JOINTS)
-        e = r_new[:, list(MNE)].reshape(N_JOINTS)
+        f = r_new[:, [*MNF, MNAB]].reshape(N_JOINTS)
+        e = r_new[:, [*MNE, MNAD]].reshape(N_JOINTS)
         return NCAPState(x, adapt), (f, e)
 
 
-N_OBS = 2 * N_JOINTS + 7  # MLP observation size (see repro26.rat_ncap.losses)
+N_OBS = 2 * N_JOINTS + 8  # MLP observation size (see repro26.rat_ncap.losses)
 
 
 class MLPState(eqx.Module):
@@ -272,8 +297,9 @@ class MLPState(eqx.Module):
 
 
 class MLPPolicy(eqx.Module):
-    """tanh MLP (``eqx.nn.MLP``, equal hidden widths) from (q - q0, dq, trunk up/vx/height/
-    angular velocity, v_cmd) to (f, e) = sigmoid of its output.
+    """tanh MLP (``eqx.nn.MLP``, equal hidden widths) from (q - q0, dq of all 12 joints, trunk
+    up/vx/height/roll/angular velocity, v_cmd) to (f, e) = sigmoid of its output (all 24
+    motors, ab/adduction included).
 
     Initial weights ``W ~ N(0, 1/fan_in)``, biases 0."""
 
@@ -319,7 +345,7 @@ class DoNothing(eqx.Module):
     def init_state(self, key: jax.Array) -> MLPState:
         return MLPState(jnp.zeros(()))
 
-    def __call__(self, state, q, qd, q0, v_cmd, dt, mask=None, load=None):
+    def __call__(self, state, q, qd, q0, v_cmd, dt, mask=None, load=None, roll=None):
         return state, (jnp.zeros(N_JOINTS), jnp.zeros(N_JOINTS))
 
 
@@ -357,7 +383,7 @@ def mlp_hidden_for(n_params: int, n_in: int = N_OBS, n_out: int = 2 * N_JOINTS) 
 KAPPA, BETA, KAPPA_EP, BETA_EP, DELTA_EP = 1.0, 0.05, 2.0, 0.05, 0.8
 
 
-def interface_ctrl(kind: str, f, e, q, qd, q0) -> Float[Array, "16"]:
+def interface_ctrl(kind: str, f, e, q, qd, q0) -> Float[Array, "24"]:
     """Flexor/extensor motor commands (in [0, 1], actuator order j_flex, j_ext per joint)."""
     if kind == "torque":
         tf, te = f, e

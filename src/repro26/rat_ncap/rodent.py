@@ -9,17 +9,19 @@ we add the free joint of the torso and a floor plane, as dm_control's arena woul
 
 Mapping (a rhythm transfer, not a retrained policy):
 
-* joints: the analogue's proximal/distal joint of each limb is the rodent's
-  ``shoulder_{L,R}``/``elbow_{L,R}`` (fore) and ``hip_{L,R}_extend``/``knee_{L,R}`` (hind);
-  the sign ``s_j`` matches the sense of rotation about the lateral axis: ``s_j =
-  sign(a_y^rodent) sign(a_y^analogue)`` with ``a_y`` the y-component of the joint axis in the
-  world frame at the standing posture;
+* joints: the analogue's proximal/distal/ab-adduction joint of each limb is the rodent's
+  ``shoulder_{L,R}``/``elbow_{L,R}``/``scapula_{L,R}_abduct`` (fore) and
+  ``hip_{L,R}_extend``/``knee_{L,R}``/``hip_{L,R}_abduct`` (hind); the sign ``s_j`` matches
+  the sense of rotation about the lateral axis (flexion joints) or the longitudinal axis
+  (ab/adduction): ``s_j = sign(a_c^rodent) sign(a_c^analogue)`` with ``a_c`` the y- (x-)
+  component of the joint axis in the world frame at the standing posture;
+* vestibular input: the torso's roll angle and rate, as on the analogue;
 * afferents: the circuit sees ``q_j - q0_j = s_j (theta_j - theta_j^stand)`` and
   ``s_j dtheta_j`` (rodent joint angles relative to its settled standing posture);
 * motor output: the rodent's actuators are position servos (``force = g u + b0 + b1 theta``,
   ``u`` in [-1, 1]), so every variant is transferred through the equilibrium-point interface:
   target ``theta_j^* = s_j Delta (f_j - e_j)`` with the analogue's ``Delta`` (``DELTA_EP``),
-  ``u_j = clip((-b1 theta_j^* - b0) / g, -1, 1)``; all other 30 actuators hold the standing
+  ``u_j = clip((-b1 theta_j^* - b0) / g, -1, 1)``; all other 26 actuators hold the standing
   targets ``theta = 0``;
 * time: the circuit steps every ``cfg.timestep`` seconds (as in training), the rodent's
   physics at its own 2 ms step in between.
@@ -41,14 +43,20 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from repro26.rat_ncap.body import N_JOINTS
 from repro26.rat_ncap.evaluate import CONTACT_M, gait_stats
 from repro26.rat_ncap.model import DELTA_EP, RatNCAP, ravel_policy
 
-#: analogue joint order (LF, RF, LH, RH; proximal, distal) -> rodent joint names
-RODENT_JOINTS: tuple[str, ...] = ("shoulder_L", "elbow_L", "shoulder_R", "elbow_R",
-                                  "hip_L_extend", "knee_L", "hip_R_extend", "knee_R")
-#: y-component sign of the analogue's joint axes (proximal "0 -1 0", distal "0 1 0")
-ANALOGUE_AXIS_Y = np.array([-1, 1] * 4, float)
+#: analogue joint order (LF, RF, LH, RH; proximal, distal, ab/adduction) -> rodent joint names
+RODENT_JOINTS: tuple[str, ...] = ("shoulder_L", "elbow_L", "scapula_L_abduct",
+                                  "shoulder_R", "elbow_R", "scapula_R_abduct",
+                                  "hip_L_extend", "knee_L", "hip_L_abduct",
+                                  "hip_R_extend", "knee_R", "hip_R_abduct")
+#: world-frame axis component that carries each joint's sense (y: flexion, x: ab/adduction)
+AXIS_COMPONENT = np.array([1, 1, 0] * 4)
+#: that component's sign in the analogue (proximal "0 -1 0", distal "0 1 0", ab/adduction
+#: "1 0 0" on the left and "-1 0 0" on the right)
+ANALOGUE_AXIS_SIGN = np.array([-1, 1, 1, -1, 1, -1] * 2, float)
 #: distal bodies whose floor contacts count as paw contact, LF, RF, LH, RH
 PAW_BODIES: tuple[tuple[str, ...], ...] = (("hand_L", "finger_L"), ("hand_R", "finger_R"),
                                            ("foot_L", "toe_L"), ("foot_R", "toe_R"))
@@ -94,7 +102,7 @@ class RodentMap:
         self.geom_limb = np.array([body_limb.get(int(b), -1) for b in m.geom_bodyid])
         d = mujoco.MjData(m)
         mujoco.mj_forward(m, d)
-        self.sign = np.sign(d.xaxis[self.jnt, 1]) * ANALOGUE_AXIS_Y
+        self.sign = np.sign(d.xaxis[self.jnt, AXIS_COMPONENT]) * ANALOGUE_AXIS_SIGN
 
     def ctrl_for_targets(self, theta: np.ndarray) -> np.ndarray:
         """Servo commands whose equilibrium is the joint angle ``theta`` (per actuator)."""
@@ -113,6 +121,12 @@ def _trunk(d: mujoco.MjData) -> tuple[float, float, float]:
     """Torso x (m), height (m) and upright cosine."""
     w, x, y, z = d.qpos[3:7]
     return float(d.qpos[0]), float(d.qpos[2]), float(1.0 - 2.0 * (x * x + y * y))
+
+
+def _roll(d: mujoco.MjData) -> np.ndarray:
+    """Torso roll angle (rad, left side up positive) and roll rate (rad/s, torso frame)."""
+    w, x, y, z = d.qpos[3:7]
+    return np.array([np.arctan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y)), d.qvel[3]])
 
 
 def run_transfer(policy: RatNCAP | None, params: np.ndarray, speeds, seconds: float, dt: float,
@@ -143,11 +157,11 @@ def run_transfer(policy: RatNCAP | None, params: np.ndarray, speeds, seconds: fl
         flat = jnp.asarray(params)[jnp.array([i for i, _ in jobs])]
         v_cmd = jnp.asarray([v for _, v in jobs], jnp.float32)
         state = jax.vmap(policy.init_state)(jax.random.split(key, n))
-        q0 = jnp.zeros(8)
+        q0 = jnp.zeros(N_JOINTS)
         _, unravel = ravel_policy(policy)
-        step = jax.jit(jax.vmap(lambda fl, st, q, qd, v: unravel(fl)(st, q, qd, q0, v, dt_ctrl)))
+        step = jax.jit(jax.vmap(lambda fl, st, q, qd, v, rl: unravel(fl)(st, q, qd, q0, v, dt_ctrl, None, None, rl)))
     sign = rmap.sign
-    rec = {"q": np.zeros((n, n_ctrl, 8)), "paw": np.zeros((n, n_ctrl, 4)), "x": np.zeros((n, n_ctrl)),
+    rec = {"q": np.zeros((n, n_ctrl, N_JOINTS)), "paw": np.zeros((n, n_ctrl, 4)), "x": np.zeros((n, n_ctrl)),
            "alive": np.zeros((n, n_ctrl), bool), "up": np.zeros((n, n_ctrl))}
     x0 = np.array([_trunk(d)[0] for d in datas])
     alive = np.ones(n, bool)
@@ -155,7 +169,9 @@ def run_transfer(policy: RatNCAP | None, params: np.ndarray, speeds, seconds: fl
         q = np.stack([sign * (d.qpos[rmap.qadr] - s) for d, s in zip(datas, stand)])
         qd = np.stack([sign * d.qvel[rmap.vadr] for d in datas])
         if policy is not None:
-            state, (f, e) = step(flat, state, jnp.asarray(q, jnp.float32), jnp.asarray(qd, jnp.float32), v_cmd)
+            roll = jnp.asarray(np.stack([_roll(d) for d in datas]), jnp.float32)
+            state, (f, e) = step(flat, state, jnp.asarray(q, jnp.float32), jnp.asarray(qd, jnp.float32), v_cmd,
+                                 roll)
             target = sign * DELTA_EP * (np.asarray(f) - np.asarray(e))
         for b, d in enumerate(datas):
             ctrl = hold.copy()
