@@ -1,13 +1,10 @@
-"""Full-rodent transfer (optional extra dm-control): joint map, servo targets, standing still."""
+"""Full-rodent transfer (dm_control's rodent.xml): joint map, servo targets, standing still."""
 
 import jax
 import mujoco
 import numpy as np
-import pytest
 
-pytest.importorskip("dm_control")
-
-from repro26.rat_ncap import body, rodent  # noqa: E402
+from repro26.rat_ncap import body, rodent
 
 
 def _paw_shift(m, d0, qadr, paw_pos, signs):

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from repro26.core.cli import main, method_figures
+from repro26.core.tables import read as read_table
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = str(ROOT / "config" / "config.yaml")
@@ -44,10 +45,11 @@ def test_smoke_end_to_end(tmp_path):
     fictive = tmp_path / "fictive.csv"
     _stage("fictive", "--variant", "variant=ncap-torque-refined", "--input", str(runs["ncap-torque-refined"]),
            "--out", str(fictive))
-    # full-rodent transfer: runs with the optional extra dm-control, else a one-row table saying so
+    # full-rodent transfer: the standing-posture row and one row per seed and speed
     rodent_csv = tmp_path / "rodent.csv"
     _stage("rodent", "--input", str(runs["ncap-torque-refined"]), "--out", str(rodent_csv))
-    assert "status" in rodent_csv.read_text()
+    transfer = read_table(rodent_csv)
+    assert list(transfer["variant"]).count("hold") == 1 and len(transfer["variant"]) > 1
     contacts = [str(tmp_path / "eval" / "ncap-torque-refined_contacts.csv")]
     tables = evals + contacts + [str(p.with_suffix(".csv")) for p in runs.values()] + [str(rodent_csv), str(fictive)]
     figures = method_figures("rat_ncap")

@@ -119,8 +119,7 @@ rule rat_ncap_fictive:
 
 
 rule rat_ncap_rodent:
-    """Learned NCAP circuits driving dm_control's full rodent (CPU MuJoCo); a one-row table
-    saying so when the optional extra dm-control is not installed."""
+    """Learned NCAP circuits driving dm_control's full rodent (CPU MuJoCo), no retraining."""
     input:
         cfg=config_path(RN, "rodent"),
         runs=[out(RN, "runs", v, f"seed{s}.json") for v in RN_CFG["rodent_variants"] for s in RN_SEEDS],

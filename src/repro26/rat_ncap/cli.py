@@ -111,8 +111,8 @@ def contacts_path(out):
 
 @stage()
 def speed_stage(run: Run) -> None:
-    """Env-steps/s of the MJX body (vmapped; with its compile time), of CPU MuJoCo on it and,
-    when the optional extra dm-control is installed, of the full rodent standing on a floor."""
+    """Env-steps/s of the MJX body (vmapped; with its compile time), of CPU MuJoCo on it and of
+    dm_control's full rodent standing on a floor (CPU MuJoCo)."""
     from repro26.core.io import write_table
     from repro26.rat_ncap import body, evaluate, rodent
 
@@ -121,11 +121,8 @@ def speed_stage(run: Run) -> None:
     rows = [evaluate.env_speed(env, cfg.bench_batch, cfg.bench_steps)]
     rows.append({"body": "rat_v2_analogue (CPU MuJoCo, 1 env)", "batch": 1, "steps": 2000,
                  "env_steps_per_s": evaluate.cpu_speed(body.mj_model(cfg.timestep), 2000)})
-    if rodent.dm_control_available():
-        rows.append({"body": "dm_control rodent on a floor (CPU MuJoCo, 1 env)", "batch": 1, "steps": 2000,
-                     "env_steps_per_s": evaluate.cpu_speed(rodent.rodent_model(), 2000)})
-    else:
-        print("rat_ncap speed: full rodent skipped (optional extra: pip install dm-control)")
+    rows.append({"body": "dm_control rodent on a floor (CPU MuJoCo, 1 env)", "batch": 1, "steps": 2000,
+                 "env_steps_per_s": evaluate.cpu_speed(rodent.rodent_model(), 2000)})
     write_table(run.out, rows, run.meta(total_mass_kg=body.total_mass(cfg.timestep)))
 
 
@@ -253,10 +250,7 @@ def fictive_stage(run: Run) -> None:
 
 @stage()
 def rodent_stage(run: Run) -> None:
-    """Learned NCAP circuits driving dm_control's full rodent (CPU MuJoCo), no retraining.
-
-    Without the optional extra ``dm-control`` the table holds one row saying so (the default
-    install does not include it)."""
+    """Learned NCAP circuits driving dm_control's full rodent (CPU MuJoCo), no retraining."""
     import jax
     import numpy as np
 
@@ -265,23 +259,19 @@ def rodent_stage(run: Run) -> None:
     from repro26.rat_ncap.train import build_policy, parse_variant
 
     cfg = run.cfg
-    if not rodent.dm_control_available():
-        write_table(run.out, [{"variant": "none", "seed": -1, "v_cmd": float("nan"),
-                               "status": "dm-control not installed (pip install dm-control)"}], run.meta())
-        return
     m = rodent.rodent_model()
     rows = []
     hold = rodent.run_transfer(None, np.zeros((1, 1)), (), cfg.rodent_s, cfg.timestep, jax.random.PRNGKey(0))
     for r in hold:
         del r["params_row"]
-    rows += [{"variant": "hold", "seed": -1, "status": "ok", **r} for r in hold]
+    rows += [{"variant": "hold", "seed": -1, **r} for r in hold]
     for name in cfg.rodent_variants:
         runs = [read_json(run.input(f"{name}/seed{s}.json")) for s in cfg.seeds]
         params = np.stack([np.asarray(r["params"], np.float32) for r in runs])
         policy = build_policy(parse_variant(name), cfg, jax.random.PRNGKey(0))  # weights: params rows
         out = rodent.run_transfer(policy, params, cfg.eval_speeds, cfg.rodent_s, cfg.timestep,
                                   jax.random.PRNGKey(12345))
-        rows += [{"variant": name, "seed": cfg.seeds[r.pop("params_row")], "status": "ok", **r} for r in out]
+        rows += [{"variant": name, "seed": cfg.seeds[r.pop("params_row")], **r} for r in out]
     write_table(run.out, rows, run.meta(rodent_nq=int(m.nq), rodent_nu=int(m.nu),
                                         rodent_mass_kg=float(np.sum(m.body_mass))))
 

@@ -277,15 +277,9 @@ def rodent_transfer(run):
     upright and stride frequency per commanded speed (mean, 95% CI over seeds); the dashed line
     is the rodent holding its standing posture with no circuit. The analogue's flexor/extensor
     outputs become position targets of the rodent's shoulder, elbow, hip and knee servos; all
-    other actuators hold the standing posture. Without the optional dm-control package the
-    figure says so."""
+    other actuators hold the standing posture."""
     t = tables.read(run.input("rodent.csv"))
     fig, axes = subplots(1, 3, width=3.6)
-    if not np.all(t["status"] == "ok"):
-        for ax in axes[0]:
-            ax.set_axis_off()
-        axes[0, 1].text(0.5, 0.5, str(t["status"][0]), ha="center", va="center", fontsize=8)
-        return fig
     hold = t["variant"] == "hold"
     columns = (("distance_m", "distance travelled (m)"), ("upright_frac", "fraction of time upright"),
                ("stride_freq", "stride frequency (Hz)"))

@@ -34,7 +34,6 @@ MuJoCo's contacts between the floor and the distal limb segments (foot/toe, hand
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 from functools import cache
 
@@ -63,20 +62,12 @@ PAW_BODIES: tuple[tuple[str, ...], ...] = (("hand_L", "finger_L"), ("hand_R", "f
 SETTLE_S = 1.0
 
 
-def dm_control_available() -> bool:
-    """Whether the optional extra ``dm-control`` (which ships ``rodent.xml``) is installed."""
-    return importlib.util.find_spec("dm_control") is not None
-
-
 @cache
 def rodent_model() -> mujoco.MjModel:
-    """dm_control's rodent with a free torso joint on a floor plane (CPU MuJoCo).
+    """dm_control's rodent (its package ships ``rodent.xml``) with a free torso joint on a floor
+    plane (CPU MuJoCo)."""
+    import dm_control
 
-    Raises ``ImportError`` when the optional extra ``dm-control`` is not installed."""
-    try:
-        import dm_control
-    except ImportError as err:
-        raise ImportError("the full rodent needs the optional extra: pip install dm-control") from err
     path = pathlib.Path(dm_control.__file__).parent / "locomotion/walkers/assets/rodent.xml"
     spec = mujoco.MjSpec.from_file(str(path))
     spec.body("torso").add_freejoint()
