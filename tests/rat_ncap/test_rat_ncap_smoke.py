@@ -92,7 +92,7 @@ def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
 
 @pytest.mark.parametrize(("variant", "seed", "message"), [
     ("ncap-torque-refined", 0, "--variant: 'ncap-torque-refined' is not allowed"),  # old grammar
-    ("variant=ncap-muscle-refined", 0, "--variant variant: 'ncap-muscle-refined' is not allowed"),
+    ("variant=ncap-foo-refined", 0, "variant: 'ncap-foo-refined' is not allowed; use <controller>"),
     ("variant=ncap-torque-refined", None, "--seed: stage 'train' needs a seed"),
 ])
 def test_train_refuses_bad_variant_or_missing_seed(tmp_path, capsys, variant, seed, message):
@@ -100,3 +100,21 @@ def test_train_refuses_bad_variant_or_missing_seed(tmp_path, capsys, variant, se
             "--out", str(tmp_path / "r.json")]
     assert main(args + (["--seed", str(seed)] if seed is not None else [])) == 2
     assert message in capsys.readouterr().err
+
+
+def test_training_reruns_only_for_what_it_reads():
+    """The train stage's config slice moves with the ES budget, not with evaluation settings or
+    the list of variants (adding a variant must not retrain the others)."""
+    import dataclasses
+
+    from repro26.core.cli import resolve_run_config
+    from repro26.core.config import config_hash, config_slice
+    from repro26.rat_ncap import cli
+
+    _, cfg, _ = resolve_run_config(cli, "rat_ncap", Path(CONFIG), "small")
+    reads = cli.STAGES["train"].reads
+    train_hash = lambda c: config_hash(config_slice(c, reads))  # noqa: E731
+    base = train_hash(cfg)
+    assert train_hash(dataclasses.replace(cfg, eval_s=cfg.eval_s + 1, fictive_states=3,
+                                          variants=(*cfg.variants, "ncap-ep-openai"))) == base
+    assert train_hash(dataclasses.replace(cfg, generations=cfg.generations + 1)) != base

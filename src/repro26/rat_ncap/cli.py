@@ -135,13 +135,18 @@ def _variant(run: Run) -> str:
     return name
 
 
-@stage({"variant": str}, seed=True)
+@stage({"variant": str}, seed=True,
+       reads=("timestep", "tau", "tau_adapt", "mlp_hidden", "pop_size", "mlp_pop_size", "es", "reward",
+              "train_speeds", "episode_s", "generations", "chunk"))
 def train_stage(run: Run) -> None:
-    """One (variant, seed): ES training; writes params (JSON) and the learning curve (CSV)."""
-    from repro26.core.io import write_json, write_table
-    from repro26.rat_ncap.train import train
+    """One (variant, seed): ES training; writes params (JSON) and the learning curve (CSV).
 
-    name = _variant(run)
+    Any well-formed variant trains (not only the configured ones), so that adding a variant
+    to ``variants``, or changing evaluation settings, does not rerun the training jobs."""
+    from repro26.core.io import write_json, write_table
+    from repro26.rat_ncap.train import parse_variant, train
+
+    name = parse_variant(run.variant["variant"]).name
     ckpt = run.out.with_name(run.out.name + ".ckpt")
     params, hist, policy = train(run.cfg, name, run.seed, ckpt, run.progress)
     meta = run.meta(num_params=int(params.size))

@@ -294,6 +294,8 @@ def rodent_transfer(run):
                         color=f"C{i}", transform=ax.transAxes)
         if column != "stride_freq":
             ax.axhline(float(t[column][hold][0]), color="k", ls="--", lw=1, label="hold posture (no circuit)")
+        else:  # a frequency: the axis starts at 0 even where a 3-seed t-interval reaches below it
+            ax.set_ylim(bottom=0.0)
         ax.set_xlabel("commanded speed (m/s)")
         ax.set_ylabel(label)
         ax.set_xlim(min(run.cfg.eval_speeds) - 0.05, max(run.cfg.eval_speeds) + 0.05)
