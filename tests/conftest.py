@@ -63,7 +63,8 @@ class SmokeStages:
     def figures_and_claims(self, folder: Path, tables, claim_tables=None) -> dict[str, dict]:
         """Draw every declared figure from ``tables`` (PNG and PDF must appear), judge the claims
         on ``claim_tables`` (default ``tables``); return the claims by id, each with one of the
-        three verdicts."""
+        three verdicts, and the file validating against the claims schema
+        (:func:`repro26.core.claims.validate_claims_file`)."""
         import json
 
         from repro26.core.cli import method_figures
@@ -72,8 +73,11 @@ class SmokeStages:
             self("figure", folder / "figures" / f"{name}.png", tables, name=name)
             assert (folder / "figures" / f"{name}.pdf").is_file(), name
         self("claims", folder / "claims.json", tables if claim_tables is None else claim_tables)
+        from repro26.core.claims import validate_claims_file
+
         claims = {c["id"]: c for c in json.loads((folder / "claims.json").read_text())["claims"]}
         assert all(c["verdict"] in VERDICTS for c in claims.values())
+        assert validate_claims_file(folder / "claims.json") == []
         return claims
 
 

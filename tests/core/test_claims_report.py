@@ -13,9 +13,11 @@ from repro26.core.stats import loglog_slope, loglog_slope_over_seeds, mean_ci, s
 def test_claim_verdict_is_the_predicate_value():
     measured = {"slope": summary([-0.98, -1.02, -1.0])}
     held = Claim.check("rate", "gap is O(1/n)", "slope -1", measured,
-                       lambda m: -1.3 <= m["slope"]["mean"] <= -0.7, "slope in [-1.3, -0.7]")
+                       lambda m: -1.3 <= m["slope"]["mean"] <= -0.7, "slope in [-1.3, -0.7]",
+                       ideal={"slope": summary([-1.0, -1.0])}, ideal_note="exact solver")
     missed = Claim.check("rate2", "gap is O(1/n^2)", "slope -2", measured,
-                         lambda m: m["slope"]["mean"] < -1.7, "slope < -1.7")
+                         lambda m: m["slope"]["mean"] < -1.7, "slope < -1.7",
+                         ideal_note="a pure bound test: no ideal")
     assert held.holds is True and missed.holds is False
 
 
@@ -34,7 +36,8 @@ def test_report_tables_verdicts_and_figures(tmp_path):
     for method, slope in (("srgw", -0.9), ("kernel_bandits", 0.9)):
         folder = tmp_path / "small" / method
         claim = Claim.check("slope", "regret slope below 0.75", "0.5", {"slope": slope},
-                            lambda m: m["slope"] < 0.75, "slope < 0.75")
+                            lambda m: m["slope"] < 0.75, "slope < 0.75",
+                            ideal_note="a bound test")
         write_claims(folder / "claims.json", method, "small", [0, 1], [claim],
                      {"jax_version": "0.7.2", "git_commit": "abc", "config_hash": "h"})
         fig, axes = plotting.subplots()

@@ -108,7 +108,7 @@ def test_read_names_a_missing_column(tmp_path):
 
 def _claim(measured, **kw):
     return Claim.check("c", "statement", "paper", measured, lambda m: m["gap"] < 0,
-                       "gap < 0", **kw)
+                       "gap < 0", **{"ideal_note": "none in this test", **kw})
 
 
 def test_claim_verdict_takes_three_values():

@@ -37,52 +37,12 @@ from repro26.core.config import (
     resolve_section,
 )
 from repro26.core import jobs
-from repro26.core.method import Stage, format_variant, parse_variant
-from repro26.core.registry import METHODS, implemented_methods, is_implemented, load_method
+from repro26.core.method import Stage, parse_variant
+from repro26.core.registry import (
+    METHODS, implemented_methods, is_implemented, load_method, method_claims, method_figures)
+from repro26.core.run import Run  # noqa: F401  (methods name it as repro26.core.cli.Run)
 
 DEFAULT_CONFIG = Path("config/config.yaml")
-
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-    """Everything a stage needs: the typed config for the scale, where to write, which job."""
-
-    method: str
-    stage: str
-    scale: str
-    cfg: Any
-    cfg_hash: str
-    out: Path
-    seed: int | None = None
-    variant: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # declared --variant keys
-    inputs: tuple[Path, ...] = ()
-    progress: bool = True
-
-    def meta(self, **extra: Any) -> dict[str, Any]:
-        """Provenance for a results file (JAX version, git commit, config hash, job)."""
-        from repro26.core.io import run_metadata
-
-        job = {"method": self.method, "stage": self.stage, "scale": self.scale}
-        if self.seed is not None:
-            job["seed"] = self.seed
-        if self.variant:
-            job["variant"] = format_variant(**self.variant)
-        return run_metadata(self.cfg_hash, **job, **extra)
-
-    @property
-    def job_tag(self) -> str:
-        """Identity of this job's result: checkpoints from any other job are not resumed."""
-        from repro26.core.jobs import job_tag
-
-        return job_tag(method=self.method, stage=self.stage, scale=self.scale,
-                       config=self.cfg_hash, variant=self.variant, seed=self.seed, out=str(self.out))
-
-    def input(self, name: str) -> Path:
-        """The ``--input`` whose file name is ``name`` (or ends with it)."""
-        for path in self.inputs:
-            if path.name == name or str(path).endswith(name):
-                return path
-        raise UsageError(f"--input: stage '{self.stage}' needs a file named {name}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,20 +89,6 @@ def _stages(method: str, module) -> dict[str, Stage]:
     stages["figure"] = Stage(_figure_stage, {"name": names} if names else {})
     stages["claims"] = Stage(_claims_stage)
     return stages
-
-
-def method_figures(method: str) -> dict:
-    """``repro26.<method>.figures.FIGURES`` (name -> :class:`repro26.core.method.Figure`)."""
-    import importlib
-
-    return dict(getattr(importlib.import_module(f"repro26.{method}.figures"), "FIGURES", {}))
-
-
-def method_claims(method: str):
-    """``repro26.<method>.claims.CLAIMS`` (a :class:`repro26.core.method.ClaimSet`)."""
-    import importlib
-
-    return importlib.import_module(f"repro26.{method}.claims").CLAIMS
 
 
 def _require_inputs(run: Run, paths: Sequence[str]) -> None:

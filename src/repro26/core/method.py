@@ -30,7 +30,7 @@ from repro26.core.config import UsageError
 
 if TYPE_CHECKING:
     from repro26.core.claims import Claim
-    from repro26.core.cli import Run
+    from repro26.core.run import Run
 
 VariantType = Any  # int | float | str | Literal[...] | tuple of allowed strings
 

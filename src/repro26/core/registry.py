@@ -4,7 +4,7 @@ A method package ``repro26.<name>`` is *implemented* once it has a ``cli`` modul
 
 * ``Config``: a frozen dataclass of the method's settings (one config section, all scales), and
 * ``STAGES``: a mapping from stage name (``data``, ``train``, ``evaluate``, ``figures``,
-  ``claims``, ...) to a function ``stage(run: repro26.core.cli.Run) -> None``.
+  ``claims``, ...) to a function ``stage(run: repro26.core.run.Run) -> None``.
 """
 
 from __future__ import annotations
@@ -56,3 +56,13 @@ def load_method(method: str) -> ModuleType:
         done = ", ".join(implemented_methods()) or "none"
         raise UsageError(f"method '{method}' is not implemented yet; implemented: {done}")
     return importlib.import_module(f"repro26.{method}.cli")
+
+
+def method_figures(method: str) -> dict:
+    """``repro26.<method>.figures.FIGURES`` (name -> :class:`repro26.core.method.Figure`)."""
+    return dict(getattr(importlib.import_module(f"repro26.{method}.figures"), "FIGURES", {}))
+
+
+def method_claims(method: str):
+    """``repro26.<method>.claims.CLAIMS`` (a :class:`repro26.core.method.ClaimSet`)."""
+    return importlib.import_module(f"repro26.{method}.claims").CLAIMS

@@ -14,6 +14,7 @@ from typing import Any
 
 from repro26.core import io
 from repro26.core.claims import VERDICTS, read_claims, verdict_of
+from repro26.core.registry import method_figures
 
 
 MAX_CELL = 700  # characters of "measured" shown per claim; the rest stays in claims.json
@@ -125,8 +126,6 @@ def _caption(png: Path) -> str:
 
 def _figures(folder: Path) -> list[Path]:
     """The method's figure PNGs in declaration (paper) order, then any others."""
-    from repro26.core.cli import method_figures
-
     pngs = sorted(folder.glob("*.png"))
     try:
         order = list(method_figures(folder.parent.name))

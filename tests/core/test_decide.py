@@ -1,0 +1,150 @@
+"""Rules 5-8 of "Claims that decide": the ideal and trivial rows, equal budgets, CPU-time
+timing under load, every parameter learns, and the claims.json schema."""
+
+import json
+import subprocess
+import sys
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import pytest
+
+from repro26.core import timing
+from repro26.core.claims import (BY_CONSTRUCTION, CANNOT_SHOW, Claim, claim_problems,
+                                 validate_claims_file, write_claims)
+from repro26.core.learning import assert_every_parameter_learns, silent_leaves
+
+
+def _beats(**kw):
+    """"ours beats the baseline": the predicate reads only ``ours``."""
+    return Claim.check("beats", "ours beats B", "+5 pp", {"ours": 0.8, "baseline": 0.7},
+                       lambda m: m["ours"] > m["baseline"], "ours > baseline", **kw)
+
+
+def test_ideal_row_that_fails_makes_the_task_unable_to_decide():
+    claim = _beats(ideal={"ours": 0.69}, ideal_note="exact optimum", trivial={"ours": 0.5},
+                   min_detectable_effect=0.02, effect=0.05)
+    assert claim.verdict == "inconclusive" and claim.inconclusive_reason == CANNOT_SHOW
+    assert claim.ideal_passes is False and claim.trivial_passes is False
+
+
+def test_trivial_row_that_passes_with_the_ideal_is_by_construction():
+    claim = _beats(ideal={"ours": 0.9}, ideal_note="exact", trivial={"ours": 0.75},
+                   trivial_note="uniform policy")
+    assert claim.verdict == "inconclusive" and claim.inconclusive_reason == BY_CONSTRUCTION
+
+
+def test_ideal_passes_trivial_fails_leaves_the_predicate_to_decide():
+    held = _beats(ideal={"ours": 0.9}, ideal_note="exact", trivial={"ours": 0.5})
+    assert held.verdict == "held" and held.ideal_passes and held.trivial_passes is False
+    missed = Claim.check("beats", "s", "p", {"ours": 0.6, "baseline": 0.7},
+                         lambda m: m["ours"] > m["baseline"], "c",
+                         ideal={"ours": 0.9}, ideal_note="exact", trivial={"ours": 0.5})
+    assert missed.verdict == "not held"
+
+
+def test_a_claim_needs_an_ideal_or_the_reason_there_is_none():
+    with pytest.raises(ValueError, match="ideal"):
+        _beats()
+    assert _beats(ideal_note="a bound test: no ideal method").ideal is None
+
+
+def test_unequal_budgets_are_refused_unless_named():
+    budget = {"ours": {"optimiser_steps": 1000, "parameters": 83},
+              "mlp": {"optimiser_steps": 1050, "parameters": 11064}}
+    with pytest.raises(ValueError, match="parameters"):
+        _beats(ideal_note="none", budget=budget)
+    claim = _beats(ideal_note="none", budget=budget,
+                   budget_note={"parameters": "the point of the comparison"})
+    assert claim.budget["mlp"]["parameters"] == 11064
+    with pytest.raises(ValueError, match="optimiser_steps"):
+        _beats(ideal_note="none", budget={"a": {"optimiser_steps": 100}, "b": {"optimiser_steps": 400}})
+
+
+def test_timing_claims_must_be_cpu_time():
+    with pytest.raises(ValueError, match="CPU"):
+        _beats(ideal_note="none", timing={"basis": "wall"})
+    assert _beats(ideal_note="none", timing={"basis": "cpu", "noise_floor": 0.02}).timing["basis"] == "cpu"
+
+
+def test_schema_flags_inconclusive_without_mde(tmp_path):
+    undecided = _beats(ideal={"ours": 0.69}, ideal_note="exact")
+    problems = claim_problems(undecided.to_json())
+    assert any("min_detectable_effect" in p for p in problems)
+    assert any("effect the claim" in p for p in problems)
+    good = _beats(ideal={"ours": 0.69}, ideal_note="exact", min_detectable_effect=0.03, effect=0.05)
+    write_claims(tmp_path / "c.json", "m", "smoke", [0, 1], [good], {})
+    assert validate_claims_file(tmp_path / "c.json") == []
+    data = json.loads((tmp_path / "c.json").read_text())
+    del data["claims"][0]["ideal"]
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    assert validate_claims_file(tmp_path / "c.json") == ["beats: missing 'ideal'"]
+
+
+# ----------------------------------------------------------------------------- CPU timing
+
+
+@jax.jit
+def _work(x, k):
+    """``k`` dependent matrix products: cost proportional to ``k``."""
+    return jax.lax.fori_loop(0, k, lambda i, y: jnp.tanh(y @ x), x)
+
+
+def test_cpu_time_ratio_holds_under_a_competing_load():
+    """Two programs of known cost ratio 3 keep that ratio by CPU time while a busy process
+    competes for the cores; the control ratio stays near 1."""
+    x = jnp.eye(96) * 0.5 + 0.01
+    one, three = jnp.int32(40), jnp.int32(120)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        t = timing.interleaved_cpu_times({"k1": lambda: _work(x, one), "k3": lambda: _work(x, three)},
+                                         baseline="k1", rounds=5, min_seconds=0.03)
+    finally:
+        busy.kill()
+        busy.wait()
+    ratio = t["ratio"]["k3"]
+    assert t["basis"] == "cpu" and 0 <= t["noise_floor"] < 0.35
+    lo, hi = ratio["interval"]
+    assert lo <= 3.0 * 1.15 and hi >= 3.0 / 1.15, ratio
+    assert 2.3 < ratio["median"] < 3.7
+    assert timing.compare_to_bound(t, "k3", 2.0, side="above") == "held"
+    assert timing.compare_to_bound(t, "k3", 2.0, side="below") == "not held"
+    assert timing.compare_to_bound(t, "control", 1.0) == "inconclusive"
+    assert timing.timing_record(t)["basis"] == "cpu"
+
+
+# ----------------------------------------------------------------------------- learning
+
+
+class _Hyper(eqx.Module):
+    """tanh(W1 z) then W2: with W2 = 0 at init, W1 and z get zero gradient at step one but
+    learn once W2 has moved."""
+
+    w1: jax.Array
+    z: jax.Array
+    w2: jax.Array
+    dead: jax.Array
+
+    def __call__(self, x):
+        h = jnp.tanh(self.w1 @ self.z)
+        return (self.w2 @ h) * x + 0.0 * jnp.tanh(self.dead).sum() * jax.lax.stop_gradient(x)
+
+
+def _loss(model, batch):
+    x, y = batch
+    return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+
+def test_every_parameter_learns_finds_a_silenced_leaf():
+    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    model = _Hyper(jax.random.normal(k1, (4, 3)), jax.random.normal(k2, (3,)), jnp.zeros((1, 4)),
+                   jnp.zeros(2))
+    x = jnp.linspace(-1, 1, 8)
+    batches = [(x, 2.0 * x)] * 3
+    assert silent_leaves(model, _loss, batches) == [".dead"]
+    assert_every_parameter_learns(model, _loss, batches, frozen=["dead"])
+    with pytest.raises(AssertionError, match="dead"):
+        assert_every_parameter_learns(model, _loss, batches)
+    # one step only: W1 and z are still silent behind the zero W2 (the nestedvla defect)
+    assert set(silent_leaves(model, _loss, batches[:1])) == {".w1", ".z", ".dead"}
