@@ -1,11 +1,13 @@
-"""Time a function of ours against a reference implementation in the same process.
+"""Time a function of ours against a reference implementation in the same process, by CPU time.
 
     from benchmarks.runner import compare
     compare("srgw n=1000", ours=lambda: solve(A), reference=lambda: ot.gromov...(A), repeats=5)
 
-Warm-up calls (JIT compilation, caches) are excluded; each side is timed ``repeats`` times and
-the medians are compared. JAX results are blocked on before the clock stops. Prints one row
-(name, ours, reference, reference/ours) and returns it; ratio > 1 means ours is faster.
+Both sides are timed by per-process CPU time (``time.process_time``) in interleaved rounds with a
+control (ours timed against itself), through :mod:`repro26.core.timing`, so a ratio does not move
+with the machine's load; warm-up calls (JIT compilation, caches) are excluded and JAX results are
+blocked on before the clock stops. Prints one row (name, ours, reference, reference/ours with its
+interval, the control's noise floor) and returns it; ratio > 1 means ours is faster.
 ``save("srgw", rows)`` writes the rows to ``results/benchmarks/srgw.csv`` (atomic, with the JAX
 version, backend, git commit and date in its header), so a benchmark run leaves a record.
 """
@@ -15,39 +17,39 @@ from __future__ import annotations
 import datetime
 import platform
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from repro26.core import timing
+
 RESULTS = Path("results") / "benchmarks"
 
 
-def _block(result: Any) -> Any:
-    import jax
-
-    return jax.block_until_ready(result)
-
-
 def median_time(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
-    """Median wall time of ``fn()`` over ``repeats`` calls, after ``warmup`` untimed calls."""
+    """Median CPU seconds of one call of ``fn()`` over ``repeats`` measurements, after
+    ``warmup`` untimed calls (an absolute cost; ratios go through :func:`compare`)."""
     for _ in range(warmup):
-        _block(fn())
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        _block(fn())
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        timing.cpu_seconds(fn)
+    calls = timing.calls_for(fn, 0.05)
+    return statistics.median(timing.cpu_seconds(fn, calls) for _ in range(repeats))
 
 
 def compare(name: str, ours: Callable[[], Any], reference: Callable[[], Any],
             repeats: int = 5, warmup: int = 1) -> dict[str, float | str]:
-    t_ours = median_time(ours, repeats, warmup)
-    t_ref = median_time(reference, repeats, warmup)
-    row = {"name": name, "ours_s": t_ours, "reference_s": t_ref, "speedup": t_ref / t_ours}
-    print(f"{name:<40} ours {t_ours * 1e3:10.2f} ms   reference {t_ref * 1e3:10.2f} ms   "
-          f"reference/ours {t_ref / t_ours:6.2f}x", flush=True)
+    """``repeats`` interleaved CPU-time rounds (at least 3) of ours, the reference and the control."""
+    t = timing.interleaved_cpu_times({"ours": ours, "reference": reference}, baseline="ours",
+                                     rounds=max(3, repeats), warmup=warmup)
+    t_ours = statistics.median(t["seconds"]["ours"])
+    t_ref = statistics.median(t["seconds"]["reference"])
+    ratio = t["ratio"]["reference"]
+    lo, hi = ratio["interval"]
+    row = {"name": name, "ours_s": t_ours, "reference_s": t_ref,  # CPU seconds per call
+           "speedup": ratio["median"], "speedup_lo": lo, "speedup_hi": hi,
+           "noise_floor": t["noise_floor"]}
+    print(f"{name:<40} ours {t_ours * 1e3:10.2f} ms   reference {t_ref * 1e3:10.2f} ms (CPU)   "
+          f"reference/ours {ratio['median']:6.2f}x [{lo:.2f}, {hi:.2f}]   "
+          f"control noise {t['noise_floor']:.3f}", flush=True)
     return row
 
 

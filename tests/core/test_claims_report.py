@@ -52,7 +52,8 @@ def test_report_tables_verdicts_and_figures(tmp_path):
     text = md.read_text()
     assert "2 methods, 2 claims: 1 held, 1 not held, 0 inconclusive." in text
     assert text.index("## kernel_bandits") < text.index("## srgw")
-    assert "| **slope**: regret slope below 0.75 | 0.5 | slope: 0.9 | slope < 0.75 | **did not hold** |" in text
+    assert ("| **slope**: regret slope below 0.75 | 0.5 | slope: 0.9 | trivial: none<br>ideal: none "
+            "(a bound test) | slope < 0.75 | **did not hold** |") in text
     assert "[rate](srgw/figures/rate.png)" in text
     assert "| [srgw](#srgw) | 1/1 | slope ✓ |" in text
     assert html.read_text().count("data:image/png;base64,") == 2
@@ -65,8 +66,8 @@ def test_report_formats_summaries_compactly_and_bounds_cells():
     measured = {"slope": summary([1.0, 2.0, 3.0]) | {"per_seed": [1.0, 2.0, 3.0]},
                 "by_family": {"a": {"b": {"c": 1.0}}}}
     text = _measured(measured)
-    assert text.startswith("slope: 2 [-0.4841, 4.484] (n=3)<br>")
-    assert "by_family: a=b={…}" in text and "per_seed" not in text
+    assert text.startswith("slope: 2 [-0.484, 4.48] (n=3)<br>")
+    assert "by_family.a.b.c: 1" in text and "per_seed" not in text
     long = _measured({f"k{i}": summary([i, i + 1.0]) for i in range(100)})
     assert len(long) < MAX_CELL + 60 and long.endswith("(all numbers in claims.json)")
 
@@ -78,3 +79,26 @@ def test_positive_summary_is_the_log_scale_interval():
     half = 4.302652729911275 * np.std(np.log(values), ddof=1) / np.sqrt(3)
     assert np.isclose(s["mean"], 0.1) and s["scale"] == "log"
     assert np.allclose(s["ci95"], [0.1 * np.exp(-half), 0.1 * np.exp(half)])
+
+
+def test_report_shows_trivial_ideal_and_method_side_by_side(tmp_path):
+    claim = Claim.check("beats", "ours beats B", "+5 pp", {"ours": 0.61234, "baseline": 0.6},
+                        lambda m: m["ours"] > m["baseline"], "ours > baseline",
+                        trivial={"ours": 0.5}, trivial_note="uniform",
+                        ideal={"ours": 0.55}, ideal_note="exact optimum",
+                        min_detectable_effect=0.04, effect=0.05,
+                        budget={"ours": {"optimiser_steps": 100}, "B": {"optimiser_steps": 100}})
+    folder = tmp_path / "small" / "m"
+    write_claims(folder / "claims.json", "m", "small", [0, 1], [claim], {})
+    (tmp_path / "small" / "other" / "benchmarks").mkdir(parents=True)
+    (tmp_path / "small" / "other" / "benchmarks" / "j.tsv").write_text("s\tcpu_time\n1\t2\n")
+    (folder / "benchmarks").mkdir()
+    (folder / "benchmarks" / "j.tsv").write_text("s\tmax_rss\tcpu_time\n3.5\t10\t7.25\n")
+    md = tmp_path / "small" / "report.md"
+    build_report([folder / "claims.json"], "small", md, tmp_path / "small" / "report.html")
+    text = md.read_text()
+    assert "ours: 0.612" in text
+    assert "trivial (uniform): ours: 0.5 → fails<br>ideal (exact optimum): ours: 0.55 → fails" in text
+    assert "the task cannot show it" in text and "minimum detectable effect 0.04; the claim's effect 0.05" in text
+    assert "Budget: ours: optimiser_steps 100; B: optimiser_steps 100." in text
+    assert "| m | 1 | 7 | 4 | 4 | 10 |" in text and "| other |" not in text

@@ -25,43 +25,102 @@ def _is_summary(value: Any) -> bool:
     return isinstance(value, dict) and "mean" in value and "ci95" in value
 
 
-def _fmt(value: Any, depth: int = 0) -> str:
-    """Compact text of a measured value: summaries as ``mean [lo, hi] (n)``, long lists cut,
-    dicts nested deeper than two levels elided (they are in claims.json)."""
+def _num(x: Any) -> str:
+    """A number to 3 significant digits (integers as they are)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return str(x)
+    return str(x) if isinstance(x, int) else f"{x:.3g}"
+
+
+def _fmt(value: Any) -> str:
+    """Compact text of one measured value: summaries as ``mean [lo, hi] (n)``, numbers to 3
+    significant digits, long lists cut."""
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return _num(value)
     if _is_summary(value):
         lo, hi = value["ci95"]
         n = f" (n={value['n']})" if "n" in value else ""
         if value["mean"] is None:
             return f"undefined{n}"
-        return f"{_fmt(value['mean'])} [{_fmt(lo)}, {_fmt(hi)}]{n}"
+        return f"{_num(value['mean'])} [{_num(lo)}, {_num(hi)}]{n}"
     if isinstance(value, list):
-        shown = ", ".join(_fmt(v, depth + 1) for v in value[:6])
+        shown = ", ".join(_fmt(v) for v in value[:6])
         return f"[{shown}{', …' if len(value) > 6 else ''}]"
     if isinstance(value, dict):
-        if depth >= 2:
-            return "{…}"
-        return "; ".join(f"{k}={_fmt(v, depth + 1)}" for k, v in value.items() if k != "per_seed")
+        return "; ".join(f"{k}={_fmt(v)}" for k, v in value.items() if k != "per_seed")
     return str(value)
 
 
+def flatten(measured: dict, prefix: str = "") -> dict[str, Any]:
+    """Nested measurements as one level of dotted keys (``by_family.er.slope``); summaries and
+    lists stay whole, ``per_seed`` lists are left to claims.json."""
+    out: dict[str, Any] = {}
+    for key, value in measured.items():
+        if key == "per_seed":
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and not _is_summary(value):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
 def _measured(measured: dict) -> str:
-    text = "<br>".join(f"{k}: {_fmt(v)}" for k, v in measured.items())
+    text = "<br>".join(f"{k}: {_fmt(v)}" for k, v in flatten(measured).items())
     if len(text) > MAX_CELL:
-        text = text[:MAX_CELL].rsplit(";", 1)[0] + " … (all numbers in claims.json)"
+        text = text[:MAX_CELL].rsplit("<br>", 1)[0] + " … (all numbers in claims.json)"
     return _cell(text)
 
 
 def _measured_html(measured: dict) -> str:
     """Measured numbers as a two-column table (name, value), each value cut to a short line."""
     rows = []
-    for key, value in measured.items():
+    for key, value in flatten(measured).items():
         text = _fmt(value)
         if len(text) > MAX_VALUE:
             text = text[:MAX_VALUE].rsplit(";", 1)[0] + " …"
         rows.append(f"<tr><td>{html.escape(str(key))}</td><td>{html.escape(text)}</td></tr>")
     return "<table class=measured>" + "".join(rows) + "</table>"
+
+
+def _row_text(claim: dict, which: str) -> str:
+    """The trivial or ideal row of a claim in one line: what it is, its numbers, whether it
+    passes the claim's predicate."""
+    row, note = claim.get(which), claim.get(f"{which}_note", "")
+    if row is None:
+        return f"{which}: none" + (f" ({note})" if note else "")
+    passes = claim.get(f"{which}_passes")
+    mark = {True: "passes", False: "fails", None: "?"}[passes]
+    numbers = "; ".join(f"{k}: {_fmt(v)}" for k, v in flatten(row).items())
+    if len(numbers) > MAX_VALUE:
+        numbers = numbers[:MAX_VALUE].rsplit(";", 1)[0] + " …"
+    return f"{which}" + (f" ({note})" if note else "") + f": {numbers} → {mark}"
+
+
+def _context(claim: dict) -> str:
+    """Criterion, note, what it was compared with, budgets, timing basis, and why a verdict is
+    inconclusive with the minimum detectable effect and the effect the claim is about."""
+    text = claim.get("criterion", "")
+    if claim.get("note"):
+        text += f" ({claim['note']})"
+    if claim.get("compared_with"):
+        text += " Compared with: " + "; ".join(f"{k}: {v}" for k, v in claim["compared_with"].items()) + "."
+    if claim.get("budget"):
+        text += " Budget: " + "; ".join(
+            f"{m}: " + ", ".join(f"{k} {_num(v)}" for k, v in row.items())
+            for m, row in claim["budget"].items()) + "."
+        if claim.get("budget_note"):
+            text += " Differs on purpose: " + "; ".join(f"{k}: {v}" for k, v in claim["budget_note"].items()) + "."
+    if claim.get("timing"):
+        text += f" Timed by CPU time, noise floor {_num(claim['timing'].get('noise_floor'))}."
+    if verdict_of(claim) == "inconclusive":
+        text += f" Inconclusive: {claim.get('inconclusive_reason', '')}"
+        mde, effect = claim.get("min_detectable_effect"), claim.get("effect")
+        if mde is not None:
+            text += f" (minimum detectable effect {_num(mde)}"
+            text += f"; the claim's effect {_num(effect)})" if effect is not None else ")"
+    return text
 
 
 def _cell(text: str) -> str:
@@ -88,34 +147,49 @@ def _counts(data: list[dict]) -> str:
     return f"{len(data)} methods, {len(verdicts)} claims: {parts}."
 
 
-def job_costs(results: Path) -> list[dict]:
-    """Per method: jobs, summed and largest wall time, peak resident memory, from the
-    ``benchmarks/*.tsv`` files Snakemake wrote for every job."""
+def job_costs(results: Path, methods: set[str] | None = None) -> list[dict]:
+    """Per method (those in ``methods``, or all): jobs, summed CPU time (the ``cpu_time``
+    column, user + system seconds of the job's processes), summed and largest wall time, peak
+    resident memory, from the ``benchmarks/*.tsv`` files Snakemake wrote for every job."""
     rows = []
     for folder in sorted(p for p in Path(results).glob("*/benchmarks") if p.is_dir()):
-        walls, rss = [], []
+        if methods is not None and folder.parent.name not in methods:
+            continue
+        walls, cpus, rss = [], [], []
         for tsv in folder.glob("*.tsv"):
             lines = tsv.read_text().splitlines()
             if len(lines) < 2:
                 continue
             record = dict(zip(lines[0].split("\t"), lines[-1].split("\t")))
             walls.append(float(record.get("s", "nan")))
-            try:
-                rss.append(float(record.get("max_rss", "nan")))
-            except ValueError:  # "-" when the job was too short to sample
-                pass
+            for key, into in (("cpu_time", cpus), ("max_rss", rss)):
+                try:
+                    into.append(float(record.get(key, "nan")))
+                except ValueError:  # "-" when the job was too short to sample
+                    pass
         if walls:
             rows.append({"method": folder.parent.name, "jobs": len(walls),
+                         "cpu_s": sum(cpus) if cpus else float("nan"),
                          "wall_s": sum(walls), "longest_s": max(walls),
                          "peak_rss_mb": max(rss) if rss else float("nan")})
     return rows
 
 
+COST_HEADER = ("method", "jobs", "summed CPU time (s)", "summed wall time (s)", "longest job (s)",
+               "peak memory (MB)")
+
+
+def _cost_cells(c: dict) -> tuple[str, ...]:
+    return (c["method"], str(c["jobs"]), f"{c['cpu_s']:.0f}", f"{c['wall_s']:.0f}",
+            f"{c['longest_s']:.0f}", f"{c['peak_rss_mb']:.0f}")
+
+
 def _cost_rows(costs: list[dict]) -> list[str]:
-    rows = ["| method | jobs | summed wall time (s) | longest job (s) | peak memory (MB) |",
-            "|---|---|---|---|---|"]
-    rows += [f"| {c['method']} | {c['jobs']} | {c['wall_s']:.0f} | {c['longest_s']:.0f} "
-             f"| {c['peak_rss_mb']:.0f} |" for c in costs]
+    rows = ["| " + " | ".join(COST_HEADER) + " |", "|" + "---|" * len(COST_HEADER)]
+    rows += ["| " + " | ".join(_cost_cells(c)) + " |" for c in costs]
+    total = sum(c["cpu_s"] for c in costs)
+    rows += ["", f"All {len(costs)} methods: {total:.0f} s of CPU time, "
+             f"{sum(c['wall_s'] for c in costs):.0f} s of summed job wall time."]
     return rows
 
 
@@ -143,7 +217,7 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
     md_path, html_path = Path(md_path), Path(html_path)
     data = sorted((read_claims(p) | {"_path": Path(p)} for p in claims_files),
                   key=lambda d: d["method"])
-    costs = job_costs(md_path.parent)
+    costs = job_costs(md_path.parent, {d['method'] for d in data})
     md = [f"# repro26 report — scale `{scale}`", "", _counts(data),
           "Measured numbers are means over seeds with 95% CIs (`mean [lo, hi] (n)`) unless a claim "
           "says otherwise; each method's claims.json holds every number. ✓ held, ✗ not held, "
@@ -159,39 +233,34 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
     if costs:
         md += ["## What each method cost", "", *_cost_rows(costs), ""]
         body += ["<h2>What each method cost</h2>", "<table border=1 cellpadding=4>",
-                 "<tr><th>method</th><th>jobs</th><th>summed wall time (s)</th>"
-                 "<th>longest job (s)</th><th>peak memory (MB)</th></tr>",
-                 *(f"<tr><td>{c['method']}</td><td>{c['jobs']}</td><td>{c['wall_s']:.0f}</td>"
-                   f"<td>{c['longest_s']:.0f}</td><td>{c['peak_rss_mb']:.0f}</td></tr>"
+                 "<tr>" + "".join(f"<th>{h}</th>" for h in COST_HEADER) + "</tr>",
+                 *("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in _cost_cells(c)) + "</tr>"
                    for c in costs), "</table>"]
     for d in data:
         meta = d.get("meta", {})
         md += [f"## {d['method']}", "",
                f"seeds {d.get('seeds')}; jax {meta.get('jax_version', '?')}; "
                f"commit {meta.get('git_commit', '?')}; config {meta.get('config_hash', '?')}", "",
-               "| claim | paper | measured | criterion | verdict |", "|---|---|---|---|---|"]
+               "| claim | paper | measured | trivial / ideal | criterion | verdict |",
+               "|---|---|---|---|---|---|"]
         body += [f"<h2 id='{html.escape(d['method'])}'>{html.escape(d['method'])}</h2>",
                  "<table border=1 cellpadding=4>",
-                 "<tr><th>claim</th><th>paper</th><th>measured</th><th>criterion</th><th>verdict</th></tr>"]
+                 "<tr><th>claim</th><th>paper</th><th>measured</th><th>trivial / ideal</th><th>criterion</th>"
+                 "<th>verdict</th></tr>"]
         for c in d["claims"]:
             verdict = verdict_of(c)
-            note = f" ({c['note']})" if c.get("note") else ""
-            if c.get("compared_with"):
-                note += " Compared with: " + "; ".join(
-                    f"{k}: {v}" for k, v in c["compared_with"].items()) + "."
-            if verdict == "inconclusive":
-                mde = c.get("min_detectable_effect")
-                note += f" Inconclusive: {c.get('inconclusive_reason', '')}" + (
-                    f" (minimum detectable effect {mde:.3g})" if mde is not None else "")
+            rows = [_row_text(c, "trivial"), _row_text(c, "ideal")]
             shown = {"held": "held", "not held": "**did not hold**",
                      "inconclusive": "*inconclusive*"}[verdict]
             md.append(f"| **{c['id']}**: {_cell(c['statement'])} | {_cell(c['paper'])} "
-                      f"| {_measured(c['measured'])} | {_cell(c.get('criterion', '') + note)} | {shown} |")
+                      f"| {_measured(c['measured'])} | {_cell('<br>'.join(rows))} "
+                      f"| {_cell(_context(c))} | {shown} |")
             body.append("<tr>" + "".join(f"<td>{x}</td>" for x in (
                 f"<b>{html.escape(c['id'])}</b>: {html.escape(c['statement'])}",
                 html.escape(c["paper"]),
                 _measured_html(c["measured"]),
-                html.escape(c.get("criterion", "") + note),
+                "<br>".join(html.escape(r) for r in rows),
+                html.escape(_context(c)),
                 _verdict_html(verdict))) + "</tr>")
         body.append("</table>")
         figures = _figures(d["_path"].parent / "figures")
