@@ -98,8 +98,8 @@ def test_checkpoint_round_trip_of_an_equinox_module(tmp_path):
     model = eqx.nn.MLP(3, 2, 8, 2, key=jax.random.key(0))
     io.save_checkpoint(tmp_path / "m.ckpt", model, step=42)
     blank = eqx.nn.MLP(3, 2, 8, 2, key=jax.random.key(1))
-    loaded, step = io.load_checkpoint(tmp_path / "m.ckpt", blank)
-    assert step == 42
+    loaded, step, companions = io.load_checkpoint(tmp_path / "m.ckpt", blank)
+    assert step == 42 and companions == {}
     for a, b in zip(jax.tree.leaves(model), jax.tree.leaves(loaded)):
         np.testing.assert_array_equal(a, b)
 
@@ -120,25 +120,15 @@ def test_checkpoint_written_in_a_stage_records_its_provenance(tmp_path):
         io.save_checkpoint(tmp_path / "m.eqx", model, step=3, tag="tag")
     assert io.read_checkpoint_provenance(tmp_path / "m.eqx") == {"git_commit": "abc123",
                                                                  "config_hash": "f00"}
-    loaded, step = io.load_checkpoint(tmp_path / "m.eqx", model, tag="tag")
+    loaded, step, _ = io.load_checkpoint(tmp_path / "m.eqx", model, tag="tag")
     assert step == 3 and eqx.tree_equal(loaded, model)
 
 
-def test_checkpoint_of_the_previous_format_still_loads(tmp_path):
-    """Version 2 (no provenance block) is read, with empty provenance."""
-    import zlib
-    from io import BytesIO
-
-    model = eqx.nn.Linear(2, 2, key=jax.random.key(0))
-    buffer = BytesIO()
-    eqx.tree_serialise_leaves(buffer, model)
-    payload = buffer.getvalue()
-    header = (b"repro26-ckpt-v2\n" + (1).to_bytes(2, "little") + b"t" + (7).to_bytes(8, "little")
-              + len(payload).to_bytes(8, "little") + zlib.crc32(payload).to_bytes(4, "little"))
-    (tmp_path / "old.ckpt").write_bytes(header + payload)
-    loaded, step = io.load_checkpoint(tmp_path / "old.ckpt", model, tag="t")
-    assert step == 7 and eqx.tree_equal(loaded, model)
-    assert io.read_checkpoint_provenance(tmp_path / "old.ckpt") == {}
+def test_checkpoint_of_an_older_format_is_refused(tmp_path):
+    """Version 3 and older checksummed only the parameters: they are not resumed."""
+    (tmp_path / "old.ckpt").write_bytes(b"repro26-ckpt-v3\n" + b"\x00" * 40)
+    with pytest.raises(io.CheckpointError, match="older version"):
+        io.load_checkpoint(tmp_path / "old.ckpt", eqx.nn.Linear(2, 2, key=jax.random.key(0)))
 
 
 @pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "other_model"])

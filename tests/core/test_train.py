@@ -154,18 +154,27 @@ def test_checkpoint_of_another_job_is_not_resumed(tmp_path, uninterrupted, capsy
     assert _same_params(state, uninterrupted[0]) and len(history["loss"]) == 300
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip_step", "flip_payload", "garbage", "empty"])
+@pytest.mark.parametrize("damage", ["truncate", "step_150_to_50", "tag", "flip_payload",
+                                    "history", "garbage", "empty"])
 def test_damaged_checkpoint_restarts_with_one_line(tmp_path, uninterrupted, capsys, damage):
+    """Damage to any part of a checkpoint (parameters, step, tag, the metric history beside it)
+    gives one line and a fresh start whose result equals the uninterrupted run."""
     ckpt = tmp_path / "run.ckpt"
     train(150, ckpt)
     data = bytearray(ckpt.read_bytes())
-    header = len(b"repro26-ckpt-v2\n") + 2  # magic + empty tag length
     if damage == "truncate":
         data = data[: len(data) // 2]
-    elif damage == "flip_step":
-        data[header:header + 8] = (10**9).to_bytes(8, "little")
+    elif damage == "step_150_to_50":
+        at = data.index(b'"step": 150')
+        data[at:at + 11] = b'"step":  50'
+    elif damage == "tag":
+        at = data.index(b'"tag": ""')
+        data[at:at + 9] = b'"tag":"x"'
     elif damage == "flip_payload":
-        data[-3] ^= 0xFF
+        data[-7] ^= 0xFF
+    elif damage == "history":
+        history = ckpt.with_name(ckpt.name + ".history.npz")
+        np.savez(history, loss=np.zeros(150, np.float32))
     elif damage == "garbage":
         data = bytearray(b"\x00" * 64)
     else:
@@ -175,3 +184,4 @@ def test_damaged_checkpoint_restarts_with_one_line(tmp_path, uninterrupted, caps
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("repro26:")]
     assert len(err) == 1 and "training starts over" in err[0], err
     assert _same_params(state, uninterrupted[0]) and len(history["loss"]) == 300
+    np.testing.assert_array_equal(history["loss"], uninterrupted[1]["loss"])

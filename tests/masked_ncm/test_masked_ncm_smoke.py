@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from repro26.core import io
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import resolve_run_config, run_stage
 from repro26.core.config import UsageError
 from repro26.masked_ncm import cli, solvers
@@ -57,6 +58,7 @@ def test_every_output_is_written(smoke):
     assert [c["id"] for c in claims["claims"]] == ["endpoint_error", "coverage", "single_dag_miss",
                                                     "iv_bounds"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
+    assert validate_claims_file(smoke / "claims.json") == []
     assert claims["meta"]["config_hash"]
 
 

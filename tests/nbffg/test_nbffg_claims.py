@@ -84,23 +84,39 @@ def test_shapes_claim_skips_degenerate_naive():
     assert "naive" in claim.measured["tasks"]["shapes_random_16"]["degenerate"]
 
 
-def _cost_table(var_exponent, spread=0.0):
+def _cost_table(rel_exponent, spread=0.0, full_time_exponent=1.0):
+    """CPU time per step grows like leaves^0.2 (subsampled) or leaves^full_time_exponent (whole
+    tree); the relative gradient variance like leaves^rel_exponent; the absolute variance
+    grows like the leaves on top (a tree-summed ELBO) and must not decide."""
     leaves = np.array([8, 16, 32, 64])
-    rows = {"leaves": [], "mode": [], "repeat": [], "sec_per_step": [], "grad_var": []}
-    for mode, t_exp in (("subsampled", 0.2), ("full", 1.0)):
+    rows = {k: [] for k in ("leaves", "mode", "repeat", "cpu_sec_per_step", "grad_rel_var",
+                            "grad_var", "noise_floor")}
+    for mode, t_exp in (("subsampled", 0.2), ("full", full_time_exponent)):
         for n in leaves:
             for r in range(3):
                 jitter = np.exp(spread * np.sin(7 * r + n))
                 rows["leaves"].append(n)
                 rows["mode"].append(mode)
                 rows["repeat"].append(r)
-                rows["sec_per_step"].append(1e-3 * n**t_exp)
-                rows["grad_var"].append(n**var_exponent * jitter)
+                rows["cpu_sec_per_step"].append(1e-3 * n**t_exp)
+                rows["grad_rel_var"].append(n**rel_exponent * jitter)
+                rows["grad_var"].append(n ** (rel_exponent + 1.0) * jitter)
+                rows["noise_floor"].append(0.02)
     return {k: np.asarray(v) for k, v in rows.items()}
+
+
+COST_CFG = types.SimpleNamespace(cost=types.SimpleNamespace(paths=4, batch=4, repeats=3))
 
 
 @pytest.mark.parametrize("exponent, spread, verdict", [(0.0, 0.0, "held"), (1.5, 0.0, "not held"),
                                                         (0.3, 2.0, "inconclusive")])
 def test_cost_claim_three_values(exponent, spread, verdict):
-    cfg = types.SimpleNamespace(cost=types.SimpleNamespace(paths=4, batch=4))
-    assert _cost(_cost_table(exponent, spread), cfg).verdict == verdict
+    claim = _cost(_cost_table(exponent, spread), COST_CFG)
+    assert claim.verdict == verdict and claim.timing["basis"] == "cpu"
+    assert claim.ideal_passes  # log2(leaves) over 8..64: slope 0.33 < 0.5
+
+
+def test_cost_claim_by_construction_when_the_whole_tree_is_as_cheap():
+    """If even the whole-tree step passes (its time does not grow), the claim cannot tell."""
+    claim = _cost(_cost_table(0.0, full_time_exponent=0.1), COST_CFG)
+    assert claim.verdict == "inconclusive" and "construction" in claim.inconclusive_reason

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, resolve_run_config, run_stage
 from repro26.core.config import UsageError
 from repro26.core.io import read_table
@@ -54,6 +55,7 @@ def test_smoke_end_to_end(tmp_path):
                                                    "ancestral_shapes"]
     assert "ctmc_random_4" in result["claims"][0]["measured"]["tasks"]
     assert {c["verdict"] for c in result["claims"]} <= {"held", "not held", "inconclusive"}
+    assert validate_claims_file(out / "claims.json") == []
     # the linear task: BFFG is exact, so its ELBO is within Euler error of the exact evidence
     table = read_table(out / "eval" / "linear_balanced_4" / "seed0.csv")
     bffg = table["method"] == "bffg"

@@ -245,22 +245,29 @@ def read_table_meta(path: str | Path) -> dict[str, str]:
 # ----------------------------------------------------------------------------- checkpoints
 
 
-CHECKPOINT_MAGIC = b"repro26-ckpt-v3\n"
-_CHECKPOINT_MAGIC_V2 = b"repro26-ckpt-v2\n"  # v2 had no provenance block; still readable
+CHECKPOINT_MAGIC = b"repro26-ckpt-v4\n"
 
 
 class CheckpointError(ValueError):
     """A checkpoint cannot be used: truncated, corrupted, or written for another job."""
 
 
-def save_checkpoint(path: str | Path, tree: Any, step: int, tag: str = "") -> None:
-    """Serialise the pytree ``tree`` (arrays and eqx modules) with its step and the ``tag`` of
-    the job that wrote it, atomically. Written inside a stage, the file also records the stage's
-    provenance (:func:`read_checkpoint_provenance`). A CRC32 of the payload lets
-    :func:`load_checkpoint` tell a damaged file from a good one.
+def file_crc(path: str | Path) -> int:
+    """CRC32 of a file's bytes (a checkpoint records those of its companion files)."""
+    return zlib.crc32(Path(path).read_bytes())
 
-    Layout: magic | u16 len + tag | u32 len + provenance JSON | u64 step | u64 len | u32 crc |
-    payload (``eqx.tree_serialise_leaves``)."""
+
+def save_checkpoint(path: str | Path, tree: Any, step: int, tag: str = "",
+                    companions: Mapping[str, int] | None = None) -> None:
+    """Serialise the pytree ``tree`` (arrays and eqx modules) with its step, the ``tag`` of the
+    job that wrote it and the CRC32 of each companion file (``{name: crc}``, e.g. the metric
+    history written beside it), atomically. Written inside a stage, the file also records the
+    stage's provenance (:func:`read_checkpoint_provenance`).
+
+    Layout: magic | u32 len + header JSON {tag, step, provenance, companions} | u64 len |
+    payload (``eqx.tree_serialise_leaves``) | u32 CRC32 of everything between magic and CRC. The
+    checksum covers the step, the tag and the companions as well as the parameters, so any
+    damage is a :class:`CheckpointError`, never a silent resume."""
     import equinox as eqx
 
     from repro26.core import jobs
@@ -268,61 +275,55 @@ def save_checkpoint(path: str | Path, tree: Any, step: int, tag: str = "") -> No
     buffer = io.BytesIO()
     eqx.tree_serialise_leaves(buffer, tree)
     payload = buffer.getvalue()
-    tag_bytes = tag.encode()
     job = jobs.current()
-    prov_bytes = json.dumps(job.provenance if job else {}, default=str).encode()
-    header = (CHECKPOINT_MAGIC + len(tag_bytes).to_bytes(2, "little") + tag_bytes
-              + len(prov_bytes).to_bytes(4, "little") + prov_bytes
-              + int(step).to_bytes(8, "little") + len(payload).to_bytes(8, "little")
-              + zlib.crc32(payload).to_bytes(4, "little"))
-    atomic_write_bytes(path, header + payload)
+    header = json.dumps({"tag": tag, "step": int(step),
+                         "provenance": job.provenance if job else {},
+                         "companions": dict(companions or {})}, default=str).encode()
+    body = (len(header).to_bytes(4, "little") + header
+            + len(payload).to_bytes(8, "little") + payload)
+    atomic_write_bytes(path, CHECKPOINT_MAGIC + body + zlib.crc32(body).to_bytes(4, "little"))
 
 
-def _parse_checkpoint(data: bytes) -> tuple[str, dict[str, Any], int, int, int, bytes]:
-    """(tag, provenance, step, payload length, crc, payload) of a checkpoint file's bytes."""
-    version3 = data.startswith(CHECKPOINT_MAGIC)
-    if not version3 and not data.startswith(_CHECKPOINT_MAGIC_V2):
+def _parse_checkpoint(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """(header, payload) of a checkpoint file's bytes, after checking magic and checksum."""
+    if not data.startswith(CHECKPOINT_MAGIC):
         raise CheckpointError("not a repro26 checkpoint (or written by an older version)")
-    view = data[len(CHECKPOINT_MAGIC):]
+    body, crc = data[len(CHECKPOINT_MAGIC):-4], data[-4:]
+    if len(crc) != 4 or zlib.crc32(body) != int.from_bytes(crc, "little"):
+        raise CheckpointError("truncated or corrupted (checksum mismatch)")
     try:
-        n_tag = int.from_bytes(view[:2], "little")
-        tag = view[2:2 + n_tag].decode()
-        rest = view[2 + n_tag:]
-        provenance: dict[str, Any] = {}
-        if version3:
-            n_prov = int.from_bytes(rest[:4], "little")
-            provenance = json.loads(rest[4:4 + n_prov].decode())
-            rest = rest[4 + n_prov:]
-        step = int.from_bytes(rest[:8], "little")
-        length = int.from_bytes(rest[8:16], "little")
-        crc = int.from_bytes(rest[16:20], "little")
-    except (UnicodeDecodeError, IndexError, ValueError):
+        n_header = int.from_bytes(body[:4], "little")
+        header = json.loads(body[4:4 + n_header].decode())
+        rest = body[4 + n_header:]
+        length = int.from_bytes(rest[:8], "little")
+        payload = rest[8:]
+        if len(payload) != length or not isinstance(header.get("step"), int):
+            raise ValueError
+    except (UnicodeDecodeError, IndexError, ValueError, AttributeError):
         raise CheckpointError("damaged header") from None
-    return tag, provenance, step, length, crc, rest[20:]
+    return header, payload
 
 
 def read_checkpoint_provenance(path: str | Path) -> dict[str, Any]:
     """The provenance a checkpoint or ``.eqx`` model written by a stage records (empty if none)."""
-    return _parse_checkpoint(Path(path).read_bytes())[1]
+    return _parse_checkpoint(Path(path).read_bytes())[0]["provenance"]
 
 
-def load_checkpoint(path: str | Path, like: Any, tag: str | None = None) -> tuple[Any, int]:
-    """Load a checkpoint into the structure of ``like``; returns ``(tree, step)``. Raises
-    :class:`CheckpointError` (one line) if the file is damaged, or if ``tag`` is given and the
-    checkpoint was written by another job."""
+def load_checkpoint(path: str | Path, like: Any, tag: str | None = None
+                    ) -> tuple[Any, int, dict[str, int]]:
+    """Load a checkpoint into the structure of ``like``; returns ``(tree, step, companions)``.
+    Raises :class:`CheckpointError` (one line) if the file is damaged anywhere, or if ``tag`` is
+    given and the checkpoint was written by another job."""
     import equinox as eqx
 
-    stored_tag, _, step, length, crc, payload = _parse_checkpoint(Path(path).read_bytes())
-    if len(payload) != length or zlib.crc32(payload) != crc:
-        raise CheckpointError(f"truncated or corrupted ({len(payload)} of {length} bytes, "
-                              "checksum mismatch)")
-    if tag is not None and stored_tag != tag:
+    header, payload = _parse_checkpoint(Path(path).read_bytes())
+    if tag is not None and header["tag"] != tag:
         raise CheckpointError("written by another job (config, stage, variant or seed differ)")
     try:
         tree = eqx.tree_deserialise_leaves(io.BytesIO(payload), like)
     except Exception as err:  # shape/structure mismatch: equinox raises several kinds
         raise CheckpointError(f"does not fit the model ({type(err).__name__})") from None
-    return tree, step
+    return tree, header["step"], header["companions"]
 
 
 def load_model(path: str | Path, like: Any) -> Any:

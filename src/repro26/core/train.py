@@ -172,14 +172,16 @@ def _resume(ckpt: Path, hist_path: Path, like: Any, tag: str, num_steps: int):
     """``(state, step, history)`` from a checkpoint, or a fresh start (with one line on stderr)
     when it is damaged, from another job, or its history does not reach its step."""
     try:
-        state, start = io.load_checkpoint(ckpt, like, tag)
+        state, start, companions = io.load_checkpoint(ckpt, like, tag)
         if not 0 <= start <= num_steps:
             raise io.CheckpointError(f"its step {start} is outside 0..{num_steps}")
         history = {}
         if start:
-            history = {k: [v[:start]] for k, v in io.read_npz(hist_path).items()}
+            if companions.get("history") != io.file_crc(hist_path):
+                raise io.CheckpointError("its metric history is not the one it was saved with")
+            history = {k: [v] for k, v in io.read_npz(hist_path).items()}
             if any(len(v[0]) != start for v in history.values()):
-                raise io.CheckpointError(f"its metric history is shorter than step {start}")
+                raise io.CheckpointError(f"its metric history does not end at step {start}")
     except (io.CheckpointError, OSError, ValueError) as err:
         print(f"repro26: checkpoint {ckpt}: {err}; training starts over", file=sys.stderr)
         return like, 0, {}
@@ -187,6 +189,7 @@ def _resume(ckpt: Path, hist_path: Path, like: Any, tag: str, num_steps: int):
 
 
 def _save(ckpt: Path, hist_path: Path, state: Any, step: int, history: dict, tag: str) -> None:
-    """History first, then the state: a kill between the two leaves a consistent pair."""
+    """History first, then the state with the history's checksum: a kill between the two leaves
+    the old checkpoint, whose checksum no longer matches, so training starts over cleanly."""
     io.write_npz(hist_path, **{k: np.concatenate(v) for k, v in history.items()})
-    io.save_checkpoint(ckpt, state, step, tag)
+    io.save_checkpoint(ckpt, state, step, tag, companions={"history": io.file_crc(hist_path)})

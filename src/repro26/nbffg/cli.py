@@ -135,9 +135,12 @@ def check(cfg: Config) -> None:
             raise ConfigError(f"nbffg.{name}: must be positive, got {value}")
     if not 0.0 <= cfg.gamma < 1.0 or not 0.0 <= cfg.evaluate.mcmc_rho < 1.0:
         raise ConfigError("nbffg.gamma and evaluate.mcmc_rho: must lie in [0, 1)")
-    if cfg.evaluate.samples < 2 or cfg.evaluate.mcmc_ref_iters < 2 or cfg.cost.repeats < 2:
-        raise ConfigError("nbffg.evaluate.samples, evaluate.mcmc_ref_iters and cost.repeats: "
-                          "must be at least 2 (spread over samples / repeats)")
+    if cfg.evaluate.samples < 2 or cfg.evaluate.mcmc_ref_iters < 2:
+        raise ConfigError("nbffg.evaluate.samples and evaluate.mcmc_ref_iters: must be at least "
+                          "2 (spread over samples)")
+    if cfg.cost.repeats < 3:
+        raise ConfigError(f"nbffg.cost.repeats: at least 3 interleaved timing rounds, got "
+                          f"{cfg.cost.repeats}")
     if cfg.shapes.landmarks < 3:
         raise ConfigError(f"nbffg.shapes.landmarks: at least 3, got {cfg.shapes.landmarks}")
     if len(cfg.cost.leaves) < 2 or cfg.train.paths_per_step < 0 or cfg.train.depth < 0:
@@ -203,19 +206,30 @@ def evaluate_stage(run: Run) -> None:
 
 @stage()
 def cost_stage(run: Run) -> None:
-    """Seconds per training step and ELBO-gradient variance vs tree size, whole tree vs
-    pathwise subsampling."""
+    """CPU seconds per training step and ELBO-gradient variance (absolute and relative) vs tree
+    size, whole tree vs pathwise subsampling. Every (tree, mode) step program is timed in the
+    same interleaved rounds by CPU time (:mod:`repro26.core.timing`), one round per repeat; the
+    control ratio's spread is the noise floor."""
+    from repro26.core import timing
     from repro26.nbffg import evaluate as E
 
     c = run.cfg.cost
-    rows = []
+    programs, variances, shape = {}, {}, {}
     for leaves in c.leaves:
-        depth = int(round(np.log2(leaves)))
         for mode, paths in (("full", 0), ("subsampled", c.paths)):
-            times, variances = E.step_cost(run.cfg, leaves, paths, c.repeats, run.cfg.seeds[0])
-            for rep, (sec, var) in enumerate(zip(times, variances)):
-                rows.append({"leaves": leaves, "nodes": 2 * leaves - 1, "path_edges": depth,
-                             "mode": mode, "repeat": rep, "sec_per_step": sec, "grad_var": var})
+            name = f"{mode}_{leaves}"
+            programs[name], variances[name] = E.step_program(run.cfg, leaves, paths, run.cfg.seeds[0])
+            shape[name] = (leaves, mode)
+    baseline = f"full_{c.leaves[0]}"
+    t = timing.interleaved_cpu_times(programs, baseline, rounds=c.repeats, min_seconds=0.05)
+    rows = []
+    for name, (leaves, mode) in shape.items():
+        for rep, sec in enumerate(t["seconds"][name]):
+            var, rel = variances[name](rep)
+            rows.append({"leaves": leaves, "nodes": 2 * leaves - 1,
+                         "path_edges": int(round(np.log2(leaves))), "mode": mode, "repeat": rep,
+                         "cpu_sec_per_step": sec / c.steps_per_timing, "grad_var": var,
+                         "grad_rel_var": rel, "noise_floor": t["noise_floor"]})
     io.write_table(run.out, rows, run.meta())
 
 
