@@ -216,7 +216,22 @@ def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
         if name not in values and field.default is dataclasses.MISSING \
                 and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{where}.{name}: missing (type {_type_name(hints[name])})")
+    for name, value in kwargs.items():
+        if name == "seeds" or name.endswith("_seeds"):
+            check_seeds(value, f"{where}.{name}")
     return cls(**kwargs)
+
+
+def check_seeds(seeds: Any, where: str) -> None:
+    """A list of seeds is non-empty and has no repeats: a repeated seed would enter every
+    interval twice and narrow it with no new information."""
+    if not isinstance(seeds, (tuple, list)):
+        return
+    if not seeds:
+        raise ConfigError(f"{where}: empty; give at least one seed (two for an interval)")
+    repeated = sorted({s for s in seeds if list(seeds).count(s) > 1})
+    if repeated:
+        raise ConfigError(f"{where}: seed {repeated[0]} is listed twice; seeds must be distinct")
 
 
 def check_method_config(module: Any, cfg: Any) -> None:
