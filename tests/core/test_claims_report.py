@@ -102,3 +102,20 @@ def test_report_shows_trivial_ideal_and_method_side_by_side(tmp_path):
     assert "the task cannot show it" in text and "minimum detectable effect 0.04; the claim's effect 0.05" in text
     assert "Budget: ours: optimiser_steps 100; B: optimiser_steps 100." in text
     assert "| m | 1 | 7 | 4 | 4 | 10 |" in text and "| other |" not in text
+
+
+def test_report_marks_claims_made_with_other_code_as_stale(tmp_path):
+    from repro26.core import io
+
+    claim = Claim.check("c", "s", "p", {"x": 1.0}, lambda m: True, "c", ideal_note="none")
+    for method, code in (("srgw", io.code_hash("srgw")), ("poll", "0123456789ab")):
+        write_claims(tmp_path / "small" / method / "claims.json", method, "small", [0, 1], [claim],
+                     {"code_hash": code})
+    md = tmp_path / "small" / "report.md"
+    build_report(sorted((tmp_path / "small").glob("*/claims.json")), "small", md,
+                 tmp_path / "small" / "report.html")
+    text = md.read_text()
+    poll, srgw = text.split("## poll")[1].split("## srgw")
+    assert "**Stale:** these claims were computed with code 0123456789ab" in poll
+    assert "Stale" not in srgw
+    assert io.run_metadata("h", method="srgw")["code_hash"] == io.code_hash("srgw")

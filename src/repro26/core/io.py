@@ -102,15 +102,34 @@ def git_commit() -> str:
         return "unknown"
 
 
+@cache
+def code_hash(method: str) -> str:
+    """Short hash of the source a method's results depend on: every ``.py`` file of
+    ``repro26.<method>`` and ``repro26.core``. A results file records it, and the report marks a
+    result whose method code has changed since as stale."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for folder in (root / "core", root / method):
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def run_metadata(cfg_hash: str, **extra: Any) -> dict[str, Any]:
-    """Provenance recorded in every results file: JAX version, git commit, config hash."""
+    """Provenance recorded in every results file: JAX version, git commit, config hash, and
+    for a method's job the hash of the code it ran (:func:`code_hash`)."""
     import jax
 
+    method = extra.get("method")
+    known = isinstance(method, str) and (Path(__file__).resolve().parents[1] / method).is_dir()
     return {
         "jax_version": jax.__version__,
         "backend": jax.default_backend(),
         "git_commit": git_commit(),
         "config_hash": cfg_hash,
+        **({"code_hash": code_hash(method)} if known else {}),
         **extra,
     }
 

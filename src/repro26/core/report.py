@@ -14,7 +14,7 @@ from typing import Any
 
 from repro26.core import io
 from repro26.core.claims import VERDICTS, read_claims, verdict_of
-from repro26.core.registry import method_figures
+from repro26.core.registry import METHODS, method_figures
 
 
 MAX_CELL = 700  # characters of "measured" shown per claim; the rest stays in claims.json
@@ -209,6 +209,19 @@ def _figures(folder: Path) -> list[Path]:
     return sorted(pngs, key=lambda f: (rank.get(f.stem, len(rank)), f.stem))
 
 
+def _stale_note(method: str, meta: dict) -> str:
+    """A warning when the method's code has changed since its claims were computed."""
+    made_with = meta.get("code_hash")
+    if made_with is None or method not in METHODS:
+        return ""
+    now = io.code_hash(method)
+    if made_with == now:
+        return ""
+    return (f". **Stale:** these claims were computed with code {made_with}; the method's code is "
+            f"now {now} (Snakemake reruns a job when its inputs, parameters or rule change, not "
+            f"when imported code does): `snakemake --cores all --forceall {method}` reruns it")
+
+
 def _verdict_html(verdict: str) -> str:
     return f"<b style='color:{COLOUR[verdict]}'>{html.escape(verdict)}</b>"
 
@@ -240,7 +253,8 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
         meta = d.get("meta", {})
         md += [f"## {d['method']}", "",
                f"seeds {d.get('seeds')}; jax {meta.get('jax_version', '?')}; "
-               f"commit {meta.get('git_commit', '?')}; config {meta.get('config_hash', '?')}", "",
+               f"commit {meta.get('git_commit', '?')}; config {meta.get('config_hash', '?')}"
+               + _stale_note(d["method"], meta), "",
                "| claim | paper | measured | trivial / ideal | criterion | verdict |",
                "|---|---|---|---|---|---|"]
         body += [f"<h2 id='{html.escape(d['method'])}'>{html.escape(d['method'])}</h2>",
