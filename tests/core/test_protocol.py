@@ -220,3 +220,15 @@ def test_method_help_lists_stages(capsys):
     assert "figure" in text and "claims" in text
     for name in load_method(method).STAGES:
         assert f"  {name}" in text
+
+
+def test_stage_help_and_seed_rules(capsys):
+    """``<stage> --help`` prints the stage's usage; a stage that runs every seed refuses --seed;
+    a negative seed is one line."""
+    from repro26.core.cli import main
+
+    assert main(["srgw", "figure", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("repro26 srgw figure NAME") and "error_vs_n" in out
+    assert main(["srgw", "claims", "--seed", "1"]) == 2
+    assert "takes no --seed" in capsys.readouterr().err

@@ -15,6 +15,7 @@ naming the field and what is allowed, and exits with code 2; nothing is written.
 from __future__ import annotations
 
 import argparse
+import inspect
 import dataclasses
 import os
 import sys
@@ -144,9 +145,37 @@ def _method_help(method: str, stages: dict[str, Stage]) -> str:
     return "\n".join(lines)
 
 
+def _stage_help(method: str, stage_name: str) -> str:
+    """``repro26 <method> <stage> --help``: what the stage does and what it takes."""
+    stages = _stages(method, load_method(method))
+    if stage_name not in stages:
+        raise UsageError(f"stage '{stage_name}' is unknown for {method}; "
+                         f"allowed: {', '.join(stages)}")
+    st = stages[stage_name]
+    doc = inspect.getdoc(st.fn) or st.summary or ""
+    figure = stage_name == "figure"
+    lines = [f"repro26 {method} {stage_name}" + (" NAME" if figure else "")
+             + " [--config PATH] [--scale S] [--out PATH]" + (" --seed N" if st.seed else "")
+             + (" --variant " + ",".join(f"{k}=..." for k in st.variant)
+                if st.variant and not figure else "")
+             + " [--input PATH ...] [--threads N]", "", doc]
+    if figure:
+        lines.append("  NAME   " + ", ".join(method_figures(method)))
+    for key, tp in ({} if figure else st.variant).items():
+        allowed = getattr(tp, "__args__", None) or (tp if isinstance(tp, tuple) else None)
+        kind = ", ".join(map(str, allowed)) if allowed else getattr(tp, "__name__", str(tp))
+        lines.append(f"  --variant {key}=...   {kind}")
+    if st.seed:
+        lines.append("  --seed N   the seed this job runs (one job per seed)")
+    return "\n".join(lines).rstrip()
+
+
 def _method_main(method: str, argv: Sequence[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(_method_help(method, _stages(method, load_method(method))))
+        return
+    if any(a in ("-h", "--help") for a in argv[1:]):
+        print(_stage_help(method, argv[0]))
         return
     parser = _Parser(prog=f"repro26 {method}", add_help=False)
     parser.add_argument("stage")
@@ -194,6 +223,11 @@ def run_stage(method: str, stage_name: str, *, name: str | None = None,
     variant = parse_variant(variant, st.variant, stage_name)
     if st.seed and seed is None:
         raise UsageError(f"--seed: stage '{stage_name}' needs a seed")
+    if not st.seed and seed is not None:
+        raise UsageError(f"--seed: stage '{stage_name}' runs every configured seed itself and "
+                         "takes no --seed (choose seeds with the config's seeds field)")
+    if seed is not None and seed < 0:
+        raise UsageError(f"--seed: must be a non-negative integer, got {seed}")
     if cfg is None:
         scale, cfg, cfg_hash = resolve_run_config(module, method, Path(config), scale)
     else:
