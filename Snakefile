@@ -4,11 +4,24 @@
 #   snakemake --cores all --config scale=smoke    # another scale
 #   snakemake --workflow-profile profiles/slurm --config scale=paper
 import json
+import sys
 from pathlib import Path
 
 from snakemake.utils import min_version
 
+from repro26.core.config import UsageError, load_yaml
+
 min_version("9.0")
+
+# A malformed YAML file is one line naming the file and the line (Snakemake's own loader names
+# only this Snakefile's line), exit code 2.
+for _path in [Path(workflow.basedir, "config/config.yaml"),
+              *sorted(Path(workflow.basedir, "config/methods").glob("*.yaml"))]:
+    try:
+        load_yaml(_path)
+    except UsageError as _err:
+        print(f"repro26: config error: {_err}", file=sys.stderr)
+        sys.exit(2)
 
 
 configfile: "config/config.yaml"
