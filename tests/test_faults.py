@@ -59,6 +59,14 @@ CASES = [
     ("variant_on_plain_stage", lambda t, p: ["srgw", "data", "--variant", "n=3"], "takes no variant"),
     ("seed_missing", lambda t, p: ["srgw", "pot"], "--seed: stage 'pot' needs a seed"),
     ("seed_not_integer", lambda t, p: ["srgw", "pot", "--seed", "one"], "invalid int value: 'one'"),
+    ("seed_negative", lambda t, p: ["srgw", "pot", "--seed", "-1"], "--seed: must be a non-negative"),
+    ("seed_on_an_all_seeds_stage", lambda t, p: ["srgw", "claims", "--seed", "0"], "takes no --seed"),
+    ("seeds_repeated", lambda t, p: ["srgw", "data", "--config", str(_write(
+        t / "c.yaml", "srgw:\n  common: {}\n  smoke: {seeds: [0, 0]}\n  small: {}\n  paper: {}\n")),
+        "--scale", "smoke"], "srgw.smoke.seeds: seed 0 is listed twice"),
+    ("seeds_empty", lambda t, p: ["srgw", "data", "--config", str(_write(
+        t / "c.yaml", "srgw:\n  common: {}\n  smoke: {seeds: []}\n  small: {}\n  paper: {}\n")),
+        "--scale", "smoke"], "srgw.smoke.seeds: empty"),
     ("threads_zero", lambda t, p: ["srgw", "data", "--threads", "0"], "--threads: must be a positive integer"),
     ("scale_unknown", lambda t, p: ["srgw", "data", "--scale", "huge"], "scale: 'huge' is not allowed"),
     ("config_missing", lambda t, p: ["srgw", "data", "--config", str(t / "nope.yaml")],

@@ -212,13 +212,13 @@ def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
     # values given first (a wrong one is the likelier mistake), then what is missing
     kwargs = {name: coerce(values[name], hints[name], f"{where}.{name}")
               for name in fields if name in values}
+    for name, value in kwargs.items():
+        if name == "seeds" or name.endswith("_seeds"):
+            check_seeds(value, f"{where}.{name}")
     for name, field in fields.items():
         if name not in values and field.default is dataclasses.MISSING \
                 and field.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{where}.{name}: missing (type {_type_name(hints[name])})")
-    for name, value in kwargs.items():
-        if name == "seeds" or name.endswith("_seeds"):
-            check_seeds(value, f"{where}.{name}")
     return cls(**kwargs)
 
 
