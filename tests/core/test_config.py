@@ -146,8 +146,10 @@ def _error_line(capsys):
     return err[0]
 
 
-def test_cli_runs_a_stage_with_the_typed_config(fake_method, tmp_path):
+def test_cli_runs_a_stage_with_the_typed_config(fake_method, tmp_path, monkeypatch):
     calls, config = fake_method
+    monkeypatch.setattr(cli, "load_method", lambda name: SimpleNamespace(
+        Config=Config, STAGES={"train": Stage(calls.append, seed=True)}))
     assert cli.main(["fake", "train", "--config", str(config), "--scale", "smoke",
                      "--seed", "3", "--out", str(tmp_path / "o.csv")]) == 0
     (run,) = calls
