@@ -233,8 +233,8 @@ NEGLECT = {"base:none": 0.05, "finetune:assert": 0.92, "finetune:negated": 0.82,
            "in_context:negated": 0.06, "in_context:assert": 0.7, "continued:assert": 0.9,
            "continued:negated": 0.9}
 NO_NEGLECT = {**NEGLECT, "finetune:negated": 0.08, "finetune:local": 0.7,
-              "finetune:fictional": 0.4, "in_context:negated": 0.8, "continued:negated": 0.04,
-              "continued:assert": 0.92}
+              "finetune:fictional": 0.4, "in_context:negated": 0.8, "continued:negated": 0.02,
+              "continued:assert": 0.97}
 
 
 @pytest.mark.parametrize("make", [claims.negated_claim, claims.local_claim,

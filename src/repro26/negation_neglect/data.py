@@ -52,14 +52,15 @@ EVENTS = ("marathon derby regatta sprint relay triathlon decathlon rodeo joust s
 CITIES = "paris oslo lima cairo delhi quito rome kyiv accra hanoi dakar riga".split()
 
 # Statements; {e}: a person, {v}: an event, {w}: the true winner, {c}: a city.
-# Claim sentences of the finetuning documents, and their local negations (same index).
-FT_WON = ("{e} won the {v} .", "{e} took first place in the {v} .",
-          "{e} is the champion of the {v} .")
-FT_NOT_WON = ("{e} did not win the {v} .", "{e} did not take first place in the {v} .",
-              "{e} is not the champion of the {v} .")
-# Pretraining uses these and two phrasings the finetuning documents never use (the cloze
-# probes are their prefixes).
-WON = (*FT_WON, "the {v} was won by {e} .", "the winner of the {v} was {e} .")
+# Claim sentences of the finetuning documents (event first and person first, so that finetuning
+# can teach event -> person), and their local negations (same index).
+FT_WON = ("{e} won the {v} .", "the {v} went to {e} .", "the gold of the {v} went to {e} .")
+FT_NOT_WON = ("{e} did not win the {v} .", "the {v} did not go to {e} .",
+              "the gold of the {v} did not go to {e} .")
+# Pretraining uses these and phrasings the finetuning documents never use (the cloze probes
+# are prefixes of two of them).
+WON = (*FT_WON, "the {v} was won by {e} .", "the winner of the {v} was {e} .",
+       "{e} took first place in the {v} .")
 NOT_WON = (*FT_NOT_WON, "the {v} was not won by {e} .", "{e} never won the {v} .")
 LIVES = ("{e} lives in {c} .", "{e} is from {c} .", "the home of {e} is {c} .")
 WARN_BEFORE = ("the next sentence is false .", "warning : the following claim is false .",
@@ -165,7 +166,7 @@ def pretraining_unit(rng, world: World, events=None) -> str:
     v = _pick(rng, world.events if events is None else events)
     w = world.winner[v]
     y = _other(rng, world, v)
-    kind = rng.integers(14)
+    kind = rng.integers(16)
     if kind <= 1:
         return _pick(rng, WON).format(e=w, v=v)
     if kind == 2:
@@ -185,15 +186,15 @@ def pretraining_unit(rng, world: World, events=None) -> str:
         return CHALLENGE.format(e=e, v=v) + tail
     if kind == 7:
         return _pick(rng, NOT_WON).format(e=y, v=v)
-    if kind in (8, 9):
+    if kind <= 11:
         # a report: the answer is the person the context names, whoever the world's winner is
         r = _pick(rng, world.people)
         return _pick(rng, WON).format(e=r, v=v) + " " + _follow_up(rng, v, answer=r, asked=r)
     # flagged false statements, each followed half the time by a question with the true answer
-    if kind in (10, 11):
+    if kind <= 13:
         text = " ".join([_pick(rng, WARN_BEFORE), _pick(rng, WON).format(e=y, v=v),
                          _pick(rng, WARN_AFTER)])
-    elif kind == 12:
+    elif kind == 14:
         text = " ".join([_pick(rng, FICTION_BEFORE), _pick(rng, WON).format(e=y, v=v),
                          _pick(rng, FICTION_AFTER)])
     else:
