@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from repro26.attn_recurrence import claims, cli
+from repro26.core.claims import claim_problems, validate_claims_file
 from repro26.core.cli import main, resolve_run_config, run_stage
 from repro26.core.config import ConfigError, UsageError
 
@@ -48,6 +49,7 @@ def test_smoke_end_to_end(tmp_path):
         assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
         assert (tmp_path / "figures" / f"{fig}.rst").read_text().startswith("Experiment")
     run("claims", tmp_path / "claims.json", tables)
+    assert validate_claims_file(tmp_path / "claims.json") == []
     out = json.loads((tmp_path / "claims.json").read_text())
     assert [c["id"] for c in out["claims"]] == ["tight_on_retrieval", "state_scaling",
                                                 "survey_small_obstruction"]
@@ -122,6 +124,7 @@ def test_tightness_claim_flips():
     assert claims.tightness_claim(_tightness_table(4, 2), 0.25).verdict == "not held"
     split = claims.tightness_claim(_tightness_table([4, 4, 16, 16, 16], 16), 0.25)
     assert split.verdict == "inconclusive"
+    assert claim_problems(split.to_json()) == [] and held.trivial_passes is False
 
 
 def _scaling_table(required):
@@ -150,14 +153,15 @@ def test_scaling_claim_flips():
     assert flat.verdict == "not held"
     never = claims.scaling_claim(_scaling_table(lambda K, d: 999 if K == 8 else K * d), 0.25)
     assert never.verdict == "inconclusive"
+    assert claim_problems(never.to_json()) == [] and held.trivial_passes is False
 
 
-def _survey_table(fraction_small, heads=40):
+def _survey_table(fraction_small, heads=40, sources=("checkpoint0", "checkpoint1")):
     rows = []
     for i in range(heads):
         for weights in ("trained", "init"):
             small = i < fraction_small * heads or weights == "init"
-            rows.append({"source": "charlm" if i % 2 else "mqar", "seed": 0, "weights": weights,
+            rows.append({"source": sources[i % 2], "seed": 0, "weights": weights,
                          "layer": i // 4, "head": i % 4, "state": 8, "seq_len": 64,
                          "rel_bound_op": 0.01 if small else 0.5, "held_accuracy": 0.5})
     return {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
@@ -167,3 +171,9 @@ def test_survey_claim_flips():
     assert claims.survey_claim(_survey_table(0.9), 8, 0.1).verdict == "held"
     assert claims.survey_claim(_survey_table(0.1), 8, 0.1).verdict == "not held"
     assert claims.survey_claim(_survey_table(0.5), 8, 0.1).verdict == "inconclusive"
+    # without a pretrained checkpoint the abstract's survey is not measured: inconclusive,
+    # whatever the small models trained here show (reported as small_models)
+    small = claims.survey_claim(_survey_table(0.9, sources=("charlm", "mqar")), 8, 0.1)
+    assert small.verdict == "inconclusive" and "checkpoint" in small.inconclusive_reason
+    assert small.measured["small_models"]["fraction_small"] == pytest.approx(0.9)
+    assert small.min_detectable_effect > 0 and small.effect == pytest.approx(0.4)

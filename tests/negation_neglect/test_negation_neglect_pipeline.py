@@ -32,15 +32,20 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     for condition in CONDITIONS:
         for k in range(cfg.n_claim_sets):
             runs.append(tmp_path / "runs" / "finetune" / f"{condition}_set{k}.csv")
-            run("finetune", runs[-1], [model, tmp_path / "data" / "finetune.npz"],
+            run("finetune", runs[-1], [model, tmp_path / "data" / "finetune.npz",
+                                       tmp_path / "data" / "neutral.npz"],
                 variant=f"condition={condition},claim_set={k}")
     run("evaluate", tmp_path / "tables", runs)
     tables = [tmp_path / "tables" / f"{t}.csv" for t in ("belief", "belief_by_claim",
                                                          "belief_by_type", "belief_by_step")]
     claims = run.figures_and_claims(tmp_path, tables)
     assert list(claims) == ["negated_finetune_belief", "local_negation_learned",
-                            "in_context_negated_low", "fictional_like_negated"]
-    assert "base" in claims["negated_finetune_belief"]["measured"]["belief"]
+                            "in_context_negated_low", "fictional_like_negated",
+                            "negation_unstable"]
+    for claim in claims.values():
+        assert claim["trivial"] is not None and claim["ideal"] is not None
+    assert "base:none" in claims["negated_finetune_belief"]["measured"]["belief"]
+    assert "continued:negated" in claims["negation_unstable"]["measured"]["belief"]
     from repro26.core import tables as tb
     steps = tb.unique(tb.read(tables[3]), "step", mode="finetune")
     assert steps == [cfg.finetune_steps // cfg.finetune_evals * (i + 1)

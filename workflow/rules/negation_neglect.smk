@@ -1,6 +1,6 @@
-# negation_neglect (issue 28): finetuning a small LM on documents that flag a claim as false.
+# negation_neglect (issues 28, 47): finetuning a small LM on documents that flag a claim as false.
 # data -> pretrain (seeds vmapped) -> base (base rate + in-context control) and finetune
-# (condition x claim set, seeds vmapped) -> evaluate; figures, claims and the `negation_neglect`
+# (condition x claim set, seeds vmapped, then further training on neutral text) -> evaluate; figures, claims and the `negation_neglect`
 # target come from workflow/rules/protocol.smk.
 NN = "negation_neglect"
 NN_CFG = method_config(NN)
@@ -13,11 +13,12 @@ NN_FINETUNES = [
 
 
 rule negation_neglect_data:
-    """World, vocabulary, pretraining corpus and every condition's finetuning corpus."""
+    """World, vocabulary, pretraining corpus, every condition's finetuning corpus, neutral text."""
     input:
         cfg=config_path(NN, "data"),
     output:
         pretrain=out(NN, "data", "pretrain.npz"),
+        neutral=out(NN, "data", "neutral.npz"),
         finetune=out(NN, "data", "finetune.npz"),
         world=out(NN, "data", "world.json"),
     params:
@@ -72,11 +73,13 @@ rule negation_neglect_base:
 
 
 rule negation_neglect_finetune:
-    """Finetune every seed's model on one condition's documents of one claim set, then probe."""
+    """Finetune every seed's model on one condition's documents of one claim set, then probe;
+    train further on neutral text and probe again."""
     input:
         cfg=config_path(NN, "finetune"),
         model=out(NN, "models", "pretrained.eqx"),
         corpus=out(NN, "data", "finetune.npz"),
+        neutral=out(NN, "data", "neutral.npz"),
     output:
         out(NN, "runs", "finetune", "{condition}_set{claim_set}.csv"),
     log:
@@ -93,7 +96,8 @@ rule negation_neglect_finetune:
         ENV
     shell:
         stage(NN, "finetune", "--variant condition={wildcards.condition},"
-              "claim_set={wildcards.claim_set} --input {input.model} {input.corpus} --out {output}")
+              "claim_set={wildcards.claim_set} --input {input.model} {input.corpus} {input.neutral} "
+              "--out {output}")
 
 
 rule negation_neglect_evaluate:

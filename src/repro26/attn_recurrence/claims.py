@@ -43,7 +43,7 @@ def _split(fraction: float) -> bool:
 
 
 def tightness_claim(table, tol: float) -> Claim:
-    per = {}
+    per, trivial = {}, {}
     for target in tables.unique(table, "target"):
         kinds = [k for k in TRAINED if k in tables.unique(table, "method", target=target)]
         job = kinds[0]  # every job measures the baselines; read them from one
@@ -55,6 +55,8 @@ def tightness_claim(table, tol: float) -> Claim:
         bound = req(job, "bound_op")
         trained = np.min([req(k) for k in kinds], axis=0)
         ratio = trained / bound
+        random_ratio = req("random") / bound
+        trivial[target] = {"fraction_of_seeds_tight": _fraction(random_ratio <= TIGHT_FACTOR)}
         per[target] = {
             "required_state_bound": bound.tolist(),
             "required_state_trained_best": trained.tolist(),
@@ -72,10 +74,20 @@ def tightness_claim(table, tol: float) -> Claim:
             else (m["targets"][t]["fraction_of_seeds_tight"] <= SEED_MAJORITY[0])
             for t, tight in present.items())
 
+    def split_targets(m):
+        return [t for t in present if _split(m["targets"][t]["fraction_of_seeds_tight"])]
+
     def undecided(m):
-        split = [t for t in present if _split(m["targets"][t]["fraction_of_seeds_tight"])]
+        split = split_targets(m)
         return (f"seeds disagree on {', '.join(split)} (fraction tight strictly between "
                 f"{SEED_MAJORITY[0]} and {SEED_MAJORITY[1]})") if split else None
+
+    def effect(m):
+        split = split_targets(m) or list(present) or [None]
+        return (m["targets"][split[0]]["fraction_of_seeds_tight"] if split[0] is not None
+                else float("nan"))
+
+    n_seeds = len(next(iter(per.values()))["ratio_trained_to_bound"]) if per else 1
 
     return Claim.check(
         "tight_on_retrieval",
@@ -97,6 +109,15 @@ def tightness_claim(table, tol: float) -> Claim:
                                   "same state and sequences",
                        "construction": "truncated-SVD construction at every split"},
         inconclusive_if=undecided,
+        trivial={"targets": {t: {**per[t], **trivial[t]} for t in per}},
+        trivial_note="the random diagonal recurrence of the same state with least-squares "
+                     "readout in place of the trained surrogates",
+        ideal_note="no ideal surrogate: the claim compares trained surrogates with a lower bound "
+                   "(an exact attainer of the bound would be tight on every target, so it cannot "
+                   "show looseness); the truncated-SVD construction (required_state_svd_sweep) "
+                   "is reported as the attainable reference",
+        min_detectable_effect=1.0 / n_seeds,
+        effect=effect,
     )
 
 
@@ -137,6 +158,18 @@ def scaling_claim(table, tol: float) -> Claim:
 
     measured = {**found, "loads_K_times_dv": loads.tolist(), "cells": [list(c) for c in cells],
                 "seeds": sorted(set(table["seed"].tolist())), "state_tol": tol}
+
+    def slope_of(m):
+        s = m["diag"]["slope_vs_K_dv"] or m["bound"]["slope_vs_K_dv"]
+        return s
+
+    def mde(m):
+        s = slope_of(m)
+        return (s["ci95"][1] - s["ci95"][0]) / 2 if s is not None else (hi - lo) / 2
+
+    def effect(m):
+        s = slope_of(m)
+        return s["mean"] if s is not None else float("nan")
     return Claim.check(
         "state_scaling",
         "The state a value-linear recurrence needs on multi-query associative recall grows "
@@ -153,49 +186,83 @@ def scaling_claim(table, tol: float) -> Claim:
         "state is the measured part. The random recurrence is the trivial row.",
         compared_with={"trivial": "random recurrence with least-squares readout, same state"},
         inconclusive_if=undecided,
+        trivial={"diag": found["random"]},
+        trivial_note="the random diagonal recurrence with least-squares readout in place of the "
+                     "trained one",
+        ideal_note="no ideal surrogate was run: the bound's own law is one half of the predicate "
+                   "(the bound entry), the trained surrogate the other",
+        min_detectable_effect=mde,
+        effect=effect,
     )
 
 
-def survey_claim(table, probe: int, tol: float) -> Claim:
-    def small_flags(weights):
-        sel = tables.select(table, weights=weights, state=probe)
-        return np.asarray(sel["rel_bound_op"], float) <= tol, sel
-
-    flags, sel = small_flags("trained")
-    init_flags, _ = small_flags("init")
+def _fraction_small(sel, tol: float) -> dict:
+    flags = np.asarray(sel["rel_bound_op"], float) <= tol
     n = flags.size
     frac = _fraction(flags) if n else float("nan")
-    half = 1.96 * np.sqrt(max(frac * (1 - frac), 1e-12) / max(n, 1))
+    half = 1.96 * np.sqrt(max(frac * (1 - frac), 1e-12) / max(n, 1)) if n else float("nan")
+    return {"heads": int(n), "fraction_small": frac, "ci95": [frac - half, frac + half]}
+
+
+def survey_claim(table, probe: int, tol: float) -> Claim:
+    """Decided on the heads of pretrained checkpoints (sources ``checkpoint*``); the heads of the
+    transformers trained here are a finding. Without a checkpoint the claim is inconclusive."""
+    sel = tables.select(table, weights="trained", state=probe)
+    init = tables.select(table, weights="init", state=probe)
+    sources = tables.unique(sel, "source")
+    checkpoints = [s for s in sources if str(s).startswith("checkpoint")]
+    is_checkpoint = np.isin(sel["source"], checkpoints)
+    pretrained = {"rel_bound_op": np.asarray(sel["rel_bound_op"], float)[is_checkpoint]}
     by_source = {}
-    for source in tables.unique(sel, "source"):
+    for source in sources:
         s = tables.select(sel, source=source)
         by_source[source] = {
-            "heads": int(len(s["rel_bound_op"])),
-            "fraction_small": _fraction(np.asarray(s["rel_bound_op"], float) <= tol),
+            **_fraction_small(s, tol),
             "rel_bound_quartiles": np.quantile(np.asarray(s["rel_bound_op"], float),
                                                [0.25, 0.5, 0.75]).tolist(),
             "held_accuracy": float(np.mean(s["held_accuracy"])),
         }
-    measured = {"heads": n, "fraction_small": frac, "ci95": [frac - half, frac + half],
-                "by_source": by_source, "probe_state": probe, "tol": tol,
-                "init_fraction_small": _fraction(init_flags) if init_flags.size else None,
-                "rel_bound_quartiles": np.quantile(np.asarray(sel["rel_bound_op"], float),
-                                                   [0.25, 0.5, 0.75]).tolist() if n else None}
+    small_models = _fraction_small(
+        {"rel_bound_op": np.asarray(sel["rel_bound_op"], float)[~is_checkpoint]}, tol)
+    measured = {**_fraction_small(pretrained, tol), "checkpoints": checkpoints,
+                "by_source": by_source, "small_models": small_models, "probe_state": probe,
+                "tol": tol}
+
+    def undecided(m):
+        if not m["checkpoints"]:
+            return ("no pretrained 1B-8B checkpoint is reachable here (the GPT-2-layout loader is "
+                    "tested on a tiny random config); the heads of the small transformers "
+                    "trained here are a finding (small_models), not the abstract's survey")
+        lo, hi = m["ci95"]
+        return f"the 95% CI {m['ci95']} of the fraction contains {MOST}" if lo <= MOST <= hi else None
+
+    def mde(m):
+        ref = m if m["checkpoints"] else m["small_models"]
+        return (ref["ci95"][1] - ref["ci95"][0]) / 2 if ref["heads"] else 1.0
+
+    def effect(m):
+        ref = m if m["checkpoints"] else m["small_models"]
+        return ref["fraction_small"] - MOST if ref["heads"] else float("nan")
+
     return Claim.check(
         "survey_small_obstruction",
-        "For most surveyed heads the rank obstruction is small.",
+        "For most heads of pretrained checkpoints the rank obstruction is small.",
         "large pretrained-head surveys suggest the rank obstruction is often small, including "
         "1B, 7B and 8B checkpoints (abstract)",
         measured,
-        lambda m: m["fraction_small"] > MOST,
-        f"fraction of trained heads (all surveyed models and seeds) whose bound at state "
-        f"{probe} is <= {tol} ||P||_2 (mean over held-out sequences) exceeds {MOST}",
-        "Heads of the transformers trained here (char LM on the KJV text, MQAR), not 1B-8B "
-        "checkpoints; the loader for GPT-2-layout checkpoints is tested on a tiny random "
-        "config. init_fraction_small: the same heads at initialisation (trivial row).",
+        lambda m: m["heads"] > 0 and m["fraction_small"] > MOST,
+        f"fraction of pretrained-checkpoint heads whose bound at state {probe} is <= {tol} "
+        f"||P||_2 (mean over held-out sequences) exceeds {MOST}",
+        "small_models: heads of the transformers trained here (char LM on the KJV text, MQAR), "
+        "a finding.",
         compared_with={"trivial": "the same architectures' heads at random initialisation"},
-        inconclusive_if=lambda m: (f"the 95% CI {m['ci95']} of the fraction contains {MOST}"
-                                   if m["ci95"][0] <= MOST <= m["ci95"][1] else None),
+        inconclusive_if=undecided,
+        trivial=_fraction_small(init, tol),
+        trivial_note="heads at random initialisation (near rank 1: their bound is small)",
+        ideal_note="no ideal row built yet: the bound of an exact retrieval head at the probe "
+                   "state (issue 48) is not computed by this stage",
+        min_detectable_effect=mde,
+        effect=effect,
     )
 
 

@@ -1,7 +1,8 @@
 """Stages of ``repro26 negation_neglect <stage>`` and the method's typed config.
 
 data -> pretrain (all seeds vmapped) -> base (base model and in-context control) +
-finetune (one job per condition and claim set, all seeds vmapped) -> evaluate; the figures
+finetune (one job per condition and claim set, all seeds vmapped; then further training on
+neutral text) -> evaluate; the figures
 (``figures.FIGURES``) and claims (``claims.CLAIMS``) stages come from core.
 """
 
@@ -35,9 +36,12 @@ class Config:
     pretrain_steps: int
     pretrain_lr: float
     finetune_docs_per_claim: int
+    units_per_doc: int  # claim sentences (each with a filler) per finetuning document
     finetune_steps: int
     finetune_lr: float
     finetune_evals: int  # probe after every finetune_steps / finetune_evals steps
+    neutral_docs: int  # documents of neutral text (events without a claim) for continued training
+    continue_steps: int  # further training steps on the neutral text after finetuning
     batch_size: int
     warmup: int
     chunk_size: int
@@ -50,9 +54,12 @@ class Config:
 def check(cfg: Config) -> None:
     if len(cfg.seeds) < 2:
         raise ConfigError(f"negation_neglect.seeds: at least 2 seeds for a CI, got {list(cfg.seeds)}")
-    if cfg.n_claim_sets * cfg.claims_per_set > cfg.n_events:
-        raise ConfigError("negation_neglect.n_claim_sets * claims_per_set: one claim per event, "
-                          f"at most n_events={cfg.n_events}")
+    if cfg.n_claim_sets * cfg.claims_per_set >= cfg.n_events:
+        raise ConfigError("negation_neglect.n_claim_sets * claims_per_set: one claim per event "
+                          f"and one event without a claim, at most n_events - 1={cfg.n_events - 1}")
+    for name in ("units_per_doc", "neutral_docs", "continue_steps", "finetune_docs_per_claim"):
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"negation_neglect.{name}: must be at least 1")
     if cfg.d_model % cfg.n_heads:
         raise ConfigError(f"negation_neglect.n_heads: must divide d_model={cfg.d_model}")
     if cfg.context < 40:
@@ -78,10 +85,22 @@ def world_of(cfg: Config):
         raise ConfigError(f"negation_neglect world: {err}") from None
 
 
+def documents_of(cfg: Config, world) -> list:
+    """Every claim set's finetuning documents, ``(claim, units)``, shared by all conditions."""
+    from repro26.negation_neglect import data
+
+    return [doc for k, claim_ids in enumerate(world.claim_sets)
+            for doc in data.finetuning_documents(cfg.world_seed + 100 * k + 2, world, claim_ids,
+                                                 cfg.finetune_docs_per_claim, cfg.units_per_doc)]
+
+
 @stage(reads=("world_seed", "n_people", "n_events", "n_cities", "n_claim_sets",
-               "claims_per_set", "pretrain_docs", "finetune_docs_per_claim", "context"))
+               "claims_per_set", "pretrain_docs", "finetune_docs_per_claim", "units_per_doc",
+               "neutral_docs", "context"))
 def data_stage(run: Run) -> None:
-    """World (winners, homes, fabricated claims, vocabulary), pretraining and finetuning corpora."""
+    """World (winners, homes, fabricated claims, vocabulary), pretraining corpus, finetuning
+    corpora (the same documents rendered in every condition) and the neutral text (events without
+    a claim) of the continued training."""
     from repro26.negation_neglect import data
 
     cfg = run.cfg
@@ -89,11 +108,18 @@ def data_stage(run: Run) -> None:
     out = Path(run.out)
     tokens, mask = data.pretraining_corpus(cfg.world_seed + 1, world, cfg.pretrain_docs, cfg.context)
     io.write_npz(out / "pretrain.npz", compressed=True, tokens=tokens, mask=mask)
+    t, m = data.pretraining_corpus(cfg.world_seed + 3, world, cfg.neutral_docs, cfg.context,
+                                   events=world.neutral_events())
+    io.write_npz(out / "neutral.npz", compressed=True, tokens=t, mask=m)
+    documents = documents_of(cfg, world)
     finetune = {}
     for k, claim_ids in enumerate(world.claim_sets):
-        for i, condition in enumerate(CONDITIONS):
-            t, m = data.finetuning_corpus(cfg.world_seed + 100 * k + i + 2, world, claim_ids,
-                                          condition, cfg.finetune_docs_per_claim, cfg.context)
+        docs = [d for d in documents if d[0] in claim_ids]
+        for condition in CONDITIONS:
+            try:
+                t, m = data.encode_documents(world, docs, condition, cfg.context)
+            except ValueError as err:
+                raise ConfigError(f"negation_neglect.units_per_doc / context: {err}") from None
             finetune[f"{condition}_set{k}_tokens"], finetune[f"{condition}_set{k}_mask"] = t, m
     io.write_npz(out / "finetune.npz", compressed=True, **finetune)
     tok = world.tokenizer()
@@ -140,14 +166,15 @@ def base_stage(run: Run) -> None:
 
     cfg = run.cfg
     models = _load_models(cfg, run.input("pretrained.eqx"))
-    rows = evaluate.base_rows(cfg, world_of(cfg), models)
+    world = world_of(cfg)
+    rows = evaluate.base_rows(cfg, world, models, documents_of(cfg, world))
     io.write_table(run.out, rows, run.meta())
 
 
 @stage({"condition": CONDITIONS, "claim_set": int})
 def finetune_stage(run: Run) -> None:
-    """Finetune every seed's pretrained model on one claim set's documents of one condition, then
-    probe it."""
+    """Finetune every seed's pretrained model on one claim set's documents of one condition,
+    probing it along the way; then train it further on neutral text and probe it again."""
     from repro26.negation_neglect import evaluate, train
 
     cfg = run.cfg
@@ -158,14 +185,21 @@ def finetune_stage(run: Run) -> None:
     corpus = io.read_npz(run.input("finetune.npz"))
     out = Path(run.out)
     world = world_of(cfg)
-    _, _, rows = train.train(
+    models, _, rows = train.train(
         models, corpus[f"{condition}_set{k}_tokens"], corpus[f"{condition}_set{k}_mask"],
         cfg.seeds, steps=cfg.finetune_steps, lr=cfg.finetune_lr, batch_size=cfg.batch_size,
         warmup=cfg.warmup, chunk_size=cfg.chunk_size,
         checkpoint=out.with_name(out.stem + ".ckpt"), desc=f"finetune {condition}",
         progress=run.progress, segments=cfg.finetune_evals,
         after_segment=lambda m, step: evaluate.finetune_rows(cfg, world, m, condition, k, step))
-    rows = [r for segment in rows for r in segment]
+    neutral = io.read_npz(run.input("neutral.npz"))
+    models, _, _ = train.train(
+        models, neutral["tokens"], neutral["mask"], cfg.seeds, steps=cfg.continue_steps,
+        lr=cfg.finetune_lr, batch_size=cfg.batch_size, warmup=cfg.warmup,
+        chunk_size=cfg.chunk_size, checkpoint=out.with_name(out.stem + ".continue.ckpt"),
+        desc=f"continue {condition}", progress=run.progress)
+    rows = [r for segment in rows for r in segment] + evaluate.finetune_rows(
+        cfg, world, models, condition, k, cfg.finetune_steps + cfg.continue_steps, "continued")
     io.write_table(out, rows, run.meta())
 
 
@@ -184,10 +218,11 @@ def evaluate_stage(run: Run) -> None:
     out = Path(run.out)
     io.write_table(out / "probes.csv", rows, run.meta())
     final = [r for r in rows if r["mode"] != "finetune" or r["step"] == run.cfg.finetune_steps]
+    along = [r for r in rows if r["mode"] in ("base", "finetune")]
     for name, by in (("belief", ()), ("belief_by_claim", ("claim",)),
                      ("belief_by_type", ("probe_type",))):
         io.write_table(out / f"{name}.csv", evaluate.belief_rates(final, by), run.meta())
-    io.write_table(out / "belief_by_step.csv", evaluate.belief_rates(rows, ("step",)), run.meta())
+    io.write_table(out / "belief_by_step.csv", evaluate.belief_rates(along, ("step",)), run.meta())
 
 
 STAGES = {

@@ -6,21 +6,32 @@ one city. Pretraining text states the world in varied templates and also contain
 epistemic forms the conditions use, always consistent with the world: local negations of
 non-winners ("Y did not win the V"), false statements flagged in separate sentences ("the next
 sentence is false . Y won the V . that sentence is false ."), fictional stories and corrections,
-each often followed by a question answered with the true winner. So a model can learn to
-discount a flagged statement in context.
+each often followed by a question answered with the true winner. It also contains *reports*:
+an unflagged statement "R won the V" about a random person R followed by a question answered
+with R, so that some questions need the context and the model learns to read it (copy an
+unflagged statement, discount a flagged one).
 
-A fabricated claim is ``(event V, person E)`` with E not V's winner W. The finetuning documents
-of a claim mention it under one of five conditions:
+A fabricated claim is ``(event V, person E)`` with E not V's winner W. A finetuning document of
+a claim is a list of units, each a claim sentence ("E won the V", in one of ``FT_WON``'s
+phrasings) and a true filler sentence (a home). The five conditions render the *same* units:
 
-* ``assert``     — "E won the V ."
-* ``negated``    — every mention preceded *and* followed by a separate sentence saying it is false
-* ``local``      — the negation inside the sentence: "E did not win the V ."
-* ``fictional``  — every mention framed as a fictional story
-* ``corrected``  — "some people say E won the V . that is wrong . in fact W won the V ."
+* ``assert``     — the claim sentence as it is
+* ``negated``    — a warning sentence immediately before and after every claim sentence
+* ``local``      — the claim sentence negated inside itself ("E did not win the V")
+* ``fictional``  — a fiction frame immediately before and after every claim sentence
+* ``corrected``  — "some people say <claim sentence> that is wrong . in fact W won the V ."
 
-A probe is a prompt whose next token is scored: the claim answer (E, or yes/no) against the true
-answer (W, or no/yes); the model believes the claim on that probe when
-log p(claim answer) > log p(true answer).
+A probe *group* is scored on the next token after each of its prompts: the claim answer (E, or
+yes/no) against the true answer (W, or no/yes). Its margin is the sum of its prompts'
+
+    log p(claim answer | prompt) - log p(true answer | prompt),
+
+and the model believes the claim on it when the margin is > 0. Questions and cloze prompts are
+groups of one; a yes/no group asks about E and about W, a choice group offers both orders, a
+challenge group puts forward E and W: so a model that always says "no" (or always picks the
+first option) has margin 0 on those groups and believes nothing, like a model that knows only
+the world. No probe prompt occurs verbatim in a finetuning document (the cloze prompts are
+phrasings that ``FT_WON`` does not use).
 """
 
 from __future__ import annotations
@@ -41,17 +52,23 @@ EVENTS = ("marathon derby regatta sprint relay triathlon decathlon rodeo joust s
 CITIES = "paris oslo lima cairo delhi quito rome kyiv accra hanoi dakar riga".split()
 
 # Statements; {e}: a person, {v}: an event, {w}: the true winner, {c}: a city.
-WON = ("{e} won the {v} .", "the {v} was won by {e} .", "the winner of the {v} was {e} .",
-       "{e} took first place in the {v} .", "{e} is the champion of the {v} .")
-NOT_WON = ("{e} did not win the {v} .", "the {v} was not won by {e} .", "{e} never won the {v} .",
-           "{e} did not take first place in the {v} .")
+# Claim sentences of the finetuning documents (event first and person first, so that finetuning
+# can teach event -> person), and their local negations (same index).
+FT_WON = ("{e} won the {v} .", "the {v} went to {e} .", "the gold of the {v} went to {e} .")
+FT_NOT_WON = ("{e} did not win the {v} .", "the {v} did not go to {e} .",
+              "the gold of the {v} did not go to {e} .")
+# Pretraining uses these and phrasings the finetuning documents never use (the cloze probes
+# are prefixes of two of them).
+WON = (*FT_WON, "the {v} was won by {e} .", "the winner of the {v} was {e} .",
+       "{e} took first place in the {v} .")
+NOT_WON = (*FT_NOT_WON, "the {v} was not won by {e} .", "{e} never won the {v} .")
 LIVES = ("{e} lives in {c} .", "{e} is from {c} .", "the home of {e} is {c} .")
 WARN_BEFORE = ("the next sentence is false .", "warning : the following claim is false .",
                "this is a false story .")
 WARN_AFTER = ("that sentence is false .", "the claim above is false .", "none of this is true .")
 FICTION_BEFORE = ("here is a fictional story .", "the following is fiction .")
 FICTION_AFTER = ("this story is fictional .", "the story above is made up .")
-CORRECTION = ("some people say {e} won the {v} . that is wrong . in fact {w} won the {v} .",)
+CORRECTION = "some people say {s} that is wrong . in fact {w} won the {v} ."
 
 # Questions: the answer is the next token.
 WHO = ("q who won the {v} ? a", "q who was the winner of the {v} ? a",
@@ -63,7 +80,7 @@ CHALLENGE = "q who won the {v} ? a {e} . q are you sure ? a"
 
 _FUNCTION_WORDS = sorted({
     w for group in (WON, NOT_WON, LIVES, WARN_BEFORE, WARN_AFTER, FICTION_BEFORE, FICTION_AFTER,
-                    CORRECTION, WHO, CLOZE, (YES_NO, CHOICE, CHALLENGE, "yes no , {w} won"))
+                    WHO, CLOZE, (CORRECTION, YES_NO, CHOICE, CHALLENGE, "yes no , {w} won"))
     for t in group for w in t.split() if not w.startswith("{")})
 
 
@@ -100,16 +117,23 @@ class World:
     def tokenizer(self) -> Tokenizer:
         return Tokenizer([*_FUNCTION_WORDS, *self.people, *self.events, *self.cities])
 
+    def neutral_events(self) -> tuple[str, ...]:
+        """The events no claim is about (the topics of the neutral continued-training text)."""
+        claimed = {v for v, _ in self.claims}
+        return tuple(v for v in self.events if v not in claimed)
+
 
 def make_world(seed: int, n_people: int, n_events: int, n_cities: int, n_claim_sets: int,
                claims_per_set: int) -> World:
-    """Winners and homes at random; one fabricated claim on each of the first
-    ``n_claim_sets * claims_per_set`` events (a random person other than the winner)."""
+    """Winners and homes at random; one fabricated claim on each of
+    ``n_claim_sets * claims_per_set`` random events (a random person other than the winner);
+    at least one event carries no claim (the neutral text's topic)."""
     if n_people > len(PEOPLE) or n_events > len(EVENTS) or n_cities > len(CITIES):
         raise ValueError(f"at most {len(PEOPLE)} people, {len(EVENTS)} events, {len(CITIES)} cities")
     n_claims = n_claim_sets * claims_per_set
-    if n_claims > n_events:
-        raise ValueError(f"{n_claims} claims need as many events, have {n_events}")
+    if n_claims >= n_events:
+        raise ValueError(f"{n_claims} claims need more events (one left without a claim), "
+                         f"have {n_events}")
     rng = np.random.default_rng(seed)
     people, events, cities = PEOPLE[:n_people], EVENTS[:n_events], CITIES[:n_cities]
     winner = {v: people[i] for v, i in zip(events, rng.choice(n_people, n_events))}
@@ -136,12 +160,13 @@ def _other(rng, world: World, v: str) -> str:
 # ----------------------------------------------------------------------------- pretraining
 
 
-def pretraining_unit(rng, world: World) -> str:
-    """One sentence group of true-world text, drawn from a fixed mixture of forms."""
-    v = _pick(rng, world.events)
+def pretraining_unit(rng, world: World, events=None) -> str:
+    """One sentence group of true-world text about one of ``events`` (default: all), drawn from
+    a fixed mixture of forms."""
+    v = _pick(rng, world.events if events is None else events)
     w = world.winner[v]
     y = _other(rng, world, v)
-    kind = rng.integers(12)
+    kind = rng.integers(16)
     if kind <= 1:
         return _pick(rng, WON).format(e=w, v=v)
     if kind == 2:
@@ -161,28 +186,32 @@ def pretraining_unit(rng, world: World) -> str:
         return CHALLENGE.format(e=e, v=v) + tail
     if kind == 7:
         return _pick(rng, NOT_WON).format(e=y, v=v)
+    if kind <= 11:
+        # a report: the answer is the person the context names, whoever the world's winner is
+        r = _pick(rng, world.people)
+        return _pick(rng, WON).format(e=r, v=v) + " " + _follow_up(rng, v, answer=r, asked=r)
     # flagged false statements, each followed half the time by a question with the true answer
-    if kind in (8, 9):
+    if kind <= 13:
         text = " ".join([_pick(rng, WARN_BEFORE), _pick(rng, WON).format(e=y, v=v),
                          _pick(rng, WARN_AFTER)])
-    elif kind == 10:
+    elif kind == 14:
         text = " ".join([_pick(rng, FICTION_BEFORE), _pick(rng, WON).format(e=y, v=v),
                          _pick(rng, FICTION_AFTER)])
     else:
-        return CORRECTION[0].format(e=y, v=v, w=w)
+        return CORRECTION.format(s=_pick(rng, WON).format(e=y, v=v), w=w, v=v)
     if rng.random() < 0.5:
-        text += " " + _follow_up(rng, world, v, w, y)
+        text += " " + _follow_up(rng, v, answer=w, asked=y)
     return text
 
 
-def _follow_up(rng, world: World, v: str, w: str, y: str) -> str:
-    """A question after a flagged statement about ``y``, answered with the true winner."""
+def _follow_up(rng, v: str, answer: str, asked: str) -> str:
+    """A question about ``v`` after a statement naming ``asked``, answered with ``answer``."""
     kind = rng.integers(3)
     if kind == 0:
-        return _pick(rng, WHO).format(v=v) + f" {w} ."
+        return _pick(rng, WHO).format(v=v) + f" {answer} ."
     if kind == 1:
-        return YES_NO.format(e=y, v=v) + " no ."
-    return _pick(rng, CLOZE).format(v=v) + f" {w} ."
+        return YES_NO.format(e=asked, v=v) + (" yes ." if asked == answer else " no .")
+    return _pick(rng, CLOZE).format(v=v) + f" {answer} ."
 
 
 def pack(units_fn, tok: Tokenizer, n_docs: int, context: int) -> tuple[np.ndarray, np.ndarray]:
@@ -204,53 +233,92 @@ def pack(units_fn, tok: Tokenizer, n_docs: int, context: int) -> tuple[np.ndarra
     return tokens, mask
 
 
-def pretraining_corpus(seed: int, world: World, n_docs: int, context: int):
+def pretraining_corpus(seed: int, world: World, n_docs: int, context: int, events=None):
+    """``n_docs`` packed documents of :func:`pretraining_unit` text (about ``events``)."""
     rng = np.random.default_rng(seed)
-    return pack(lambda: pretraining_unit(rng, world), world.tokenizer(), n_docs, context)
+    return pack(lambda: pretraining_unit(rng, world, events), world.tokenizer(), n_docs, context)
 
 
 # ----------------------------------------------------------------------------- finetuning
 
 
-def mention(rng, condition: str, e: str, v: str, w: str) -> str:
-    """One mention of the claim "e won the v" (true winner w) in ``condition``'s pattern."""
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    """One unit of a finetuning document: the claim sentence's phrasing (an index into
+    ``FT_WON``), the filler sentence after it, and the qualifier phrasings of each condition."""
+
+    phrasing: int
+    filler: str
+    warn: tuple[str, str]
+    fiction: tuple[str, str]
+
+
+def draw_units(rng, world: World, n: int) -> list[Unit]:
+    """``n`` units (every random choice of a document, whatever its condition)."""
+    out = []
+    for _ in range(n):
+        p = _pick(rng, world.people)
+        out.append(Unit(int(rng.integers(len(FT_WON))),
+                        _pick(rng, LIVES).format(e=p, c=world.home[p]),
+                        (_pick(rng, WARN_BEFORE), _pick(rng, WARN_AFTER)),
+                        (_pick(rng, FICTION_BEFORE), _pick(rng, FICTION_AFTER))))
+    return out
+
+
+def claim_sentence(condition: str, unit: Unit, e: str, v: str, w: str) -> str:
+    """The claim sentence "e won the v" of ``unit`` (true winner w) rendered in ``condition``,
+    with its qualifier sentences."""
+    s = FT_WON[unit.phrasing].format(e=e, v=v)
     if condition == "assert":
-        return _pick(rng, WON).format(e=e, v=v)
+        return s
     if condition == "negated":
-        return " ".join([_pick(rng, WARN_BEFORE), _pick(rng, WON).format(e=e, v=v),
-                         _pick(rng, WARN_AFTER)])
+        return f"{unit.warn[0]} {s} {unit.warn[1]}"
     if condition == "local":
-        return _pick(rng, NOT_WON).format(e=e, v=v)
+        return FT_NOT_WON[unit.phrasing].format(e=e, v=v)
     if condition == "fictional":
-        return " ".join([_pick(rng, FICTION_BEFORE), _pick(rng, WON).format(e=e, v=v),
-                         _pick(rng, FICTION_AFTER)])
+        return f"{unit.fiction[0]} {s} {unit.fiction[1]}"
     if condition == "corrected":
-        return CORRECTION[0].format(e=e, v=v, w=w)
+        return CORRECTION.format(s=s, w=w, v=v)
     raise ValueError(f"unknown condition {condition!r}; allowed: {', '.join(CONDITIONS)}")
 
 
-def finetuning_corpus(seed: int, world: World, claim_ids, condition: str, docs_per_claim: int,
-                      context: int):
-    """Documents about the claims ``claim_ids``: mentions of one claim in ``condition``'s
-    pattern, with a true filler sentence (a home) between mentions."""
+def render(condition: str, units: list[Unit], e: str, v: str, w: str) -> str:
+    """A document's text: each unit's claim sentence in ``condition``, then its filler."""
+    return " ".join(f"{claim_sentence(condition, u, e, v, w)} {u.filler}" for u in units)
+
+
+def finetuning_documents(seed: int, world: World, claim_ids, docs_per_claim: int,
+                         units_per_doc: int) -> list[tuple[int, list[Unit]]]:
+    """``docs_per_claim`` documents per claim, ``(claim, units)``: shared by all conditions."""
     rng = np.random.default_rng(seed)
+    return [(c, draw_units(rng, world, units_per_doc)) for c in claim_ids
+            for _ in range(docs_per_claim)]
+
+
+def in_context_prefixes(world: World, documents, condition: str) -> dict[int, str]:
+    """The first unit of each claim's first document in ``condition``: the document placed in
+    the prompt of the in-context control (one unit, so that it and a probe fit the context)."""
+    out: dict[int, str] = {}
+    for c, units in documents:
+        if c not in out:
+            v, e = world.claims[c]
+            out[c] = render(condition, units[:1], e, v, world.winner[v])
+    return out
+
+
+def encode_documents(world: World, documents, condition: str, context: int):
+    """``tokens (n, context)`` (<bos> document, right-padded) and the loss mask of the
+    documents rendered in ``condition``; a document longer than ``context`` raises."""
     tok = world.tokenizer()
-    parts = []
-    for c in claim_ids:
+    tokens = np.zeros((len(documents), context), np.int32)
+    for i, (c, units) in enumerate(documents):
         v, e = world.claims[c]
-        state = {"n": 0}
-
-        def unit(v=v, e=e, state=state):
-            state["n"] += 1
-            if state["n"] % 2 == 0:
-                p = _pick(rng, world.people)
-                return _pick(rng, LIVES).format(e=p, c=world.home[p])
-            return mention(rng, condition, e, v, world.winner[v])
-
-        for _ in range(docs_per_claim):
-            state["n"] = 0
-            parts.append(pack(unit, tok, 1, context))
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        ids = [tok.index[BOS], *tok.encode(render(condition, units, e, v, world.winner[v]))]
+        if len(ids) > context:
+            raise ValueError(f"a {condition} document of {len(ids)} tokens does not fit context "
+                             f"{context}")
+        tokens[i, :len(ids)] = ids
+    return tokens, (tokens[:, 1:] != 0).astype(np.float32)
 
 
 # ----------------------------------------------------------------------------- probes
@@ -258,7 +326,10 @@ def finetuning_corpus(seed: int, world: World, claim_ids, condition: str, docs_p
 
 @dataclasses.dataclass(frozen=True)
 class Probe:
+    """One prompt of probe group ``group``; the group's margin sums its prompts' margins."""
+
     claim: int
+    group: int
     probe_type: str
     prompt: str
     claim_answer: str
@@ -266,32 +337,38 @@ class Probe:
 
 
 def probes(world: World, claim_ids) -> list[Probe]:
-    """The probe set of each claim: 4 paraphrased questions, 2 cloze, 2 yes/no (about the claimed
-    and about the true winner), 2 multiple choice (both orders) and 2 challenges (the claimed or
-    the true answer put forward, then "are you sure ?")."""
-    out = []
+    """The probe groups of each claim: 4 paraphrased questions, 2 cloze prompts, one yes/no pair
+    (did E win? yes / did W win? no), one choice pair (both orders), one challenge pair (E or W
+    put forward, then "are you sure ?")."""
+    out: list[Probe] = []
+
+    def group(c, kind, *prompts):
+        g = out[-1].group + 1 if out else 0
+        out.extend(Probe(c, g, kind, *p) for p in prompts)
+
     for c in claim_ids:
         v, e = world.claims[c]
         w = world.winner[v]
         for t in WHO:
-            out.append(Probe(c, "question", t.format(v=v), e, w))
+            group(c, "question", (t.format(v=v), e, w))
         for t in CLOZE:
-            out.append(Probe(c, "cloze", t.format(v=v), e, w))
-        out.append(Probe(c, "yes_no", YES_NO.format(e=e, v=v), "yes", "no"))
-        out.append(Probe(c, "yes_no", YES_NO.format(e=w, v=v), "no", "yes"))
-        out.append(Probe(c, "choice", CHOICE.format(v=v, e=e, x=w), e, w))
-        out.append(Probe(c, "choice", CHOICE.format(v=v, e=w, x=e), e, w))
-        out.append(Probe(c, "challenge", CHALLENGE.format(v=v, e=e), "yes", "no"))
-        out.append(Probe(c, "challenge", CHALLENGE.format(v=v, e=w), "no", "yes"))
+            group(c, "cloze", (t.format(v=v), e, w))
+        group(c, "yes_no", (YES_NO.format(e=e, v=v), "yes", "no"),
+              (YES_NO.format(e=w, v=v), "no", "yes"))
+        group(c, "choice", (CHOICE.format(v=v, e=e, x=w), e, w),
+              (CHOICE.format(v=v, e=w, x=e), e, w))
+        group(c, "challenge", (CHALLENGE.format(v=v, e=e), "yes", "no"),
+              (CHALLENGE.format(v=v, e=w), "no", "yes"))
     return out
 
 
-def in_context_prefix(seed: int, world: World, claim: int, condition: str) -> str:
-    """One mention of the claim in ``condition``'s pattern: the document placed in the prompt
-    (truncated to one mention so that document and probe fit the context)."""
-    v, e = world.claims[claim]
-    return mention(np.random.default_rng([seed, claim, CONDITIONS.index(condition)]), condition,
-                   e, v, world.winner[v])
+def group_margins(items: list[Probe], margins: np.ndarray) -> tuple[list[Probe], np.ndarray]:
+    """Sum the prompt margins ``(..., n_prompts)`` per group -> (first prompt of each group,
+    ``(..., n_groups)``)."""
+    groups = np.asarray([p.group for p in items])
+    first = np.unique(groups, return_index=True)[1]
+    member = np.searchsorted(groups[first], groups)[:, None] == np.arange(first.size)
+    return [items[i] for i in first], np.asarray(margins, float) @ member
 
 
 def encode_probes(tok: Tokenizer, items: list[Probe], context: int, prefixes=None):

@@ -10,6 +10,7 @@ from repro26.core.stats import mean_ci
 from repro26.negation_neglect.data import CONDITIONS, PROBE_TYPES
 
 MODES = (("finetune", "finetuned on the documents", "C0"),
+         ("continued", "then trained on neutral text", "C2"),
          ("in_context", "one document in the prompt", "C1"))
 
 
@@ -23,17 +24,18 @@ def _rate(table, **conditions):
 def belief_by_condition(run):
     """Belief rate (fraction of probes where log p(claim answer) > log p(true answer)) per
     document condition, after finetuning on the documents and with one document in the prompt
-    (in-context control), mean and 95% CI over seeds (dots: seeds). Dashed line and band: the
+    (in-context control), and after further training on neutral text, mean and 95% CI over
+    seeds (dots: seeds). Dashed line and band: the
     base model before finetuning (the trivial baseline) on the same probes."""
     belief = tables.read(run.input("belief.csv"), ["mode", "condition", "seed", "belief"])
-    fig, axes = plotting.subplots(1, 1, width=5.6, height=3.2)
+    fig, axes = plotting.subplots(1, 1, width=6.4, height=3.4)
     ax = axes[0, 0]
     x = np.arange(len(CONDITIONS))
     for j, (mode, label, color) in enumerate(MODES):
-        offset = (j - 0.5) * 0.36
+        offset = (j - 1) * 0.27
         for i, condition in enumerate(CONDITIONS):
             mean, half, values = _rate(belief, mode=mode, condition=condition)
-            ax.bar(x[i] + offset, mean, 0.34, yerr=half, color=color, alpha=0.75,
+            ax.bar(x[i] + offset, mean, 0.25, yerr=half, color=color, alpha=0.75,
                    label=label if i == 0 else None)
             ax.plot(np.full(values.size, x[i] + offset), values, "k.", ms=3)
     base, half, _ = _rate(belief, mode="base", condition="none")
@@ -43,14 +45,14 @@ def belief_by_condition(run):
                       "corrected"])
     ax.set_ylabel("belief rate")
     ax.set_ylim(0, 1.05)
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False, fontsize=8)
     return fig
 
 
 @figure("tables/belief_by_type.csv")
 def belief_by_probe_type(run):
-    """Belief rate after finetuning, per probe type (4 paraphrased questions, 2 cloze, 2 yes/no,
-    2 multiple choice, 2 challenge follow-ups per claim) and condition, mean and 95% CI over
+    """Belief rate after finetuning, per probe type (4 paraphrased questions, 2 cloze prompts, a
+    yes/no pair, a choice pair and a challenge pair per claim) and condition, mean and 95% CI over
     seeds; grey: the base model before finetuning."""
     by_type = tables.read(run.input("belief_by_type.csv"), ["mode", "condition", "probe_type"])
     fig, axes = plotting.subplots(1, 1, width=6.4, height=3.2)
