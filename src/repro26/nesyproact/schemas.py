@@ -4,7 +4,8 @@ Types: a *state* is what an agent can know, the parsed observation
 (:class:`~repro26.nesyproact.env.Observation`); an *action* is a parsed
 :class:`~repro26.nesyproact.env.Action`; a *subgoal* is an action schema bound to arguments
 (:class:`~repro26.nesyproact.env.Subgoal`: its ``kind`` names the schema, its fields are the
-arguments); a *transition* is ``(state, action, state')``.
+arguments); a *transition* ``(state, action, state')`` is checked by evaluating the
+pre-conditions on ``(state, action)`` and the post-conditions on ``(state', action)``.
 
 An :class:`Atom` is a typed fact ``kind(args)`` over ``(state, action)``; its meaning is one
 :class:`Observer` in :data:`OBSERVERS`, which also says *where* it can be observed: ``here``
@@ -28,13 +29,6 @@ from collections.abc import Callable, Mapping
 from repro26.nesyproact.env import Action, Observation, Subgoal, format_record
 
 State = Observation
-
-
-@dataclasses.dataclass(frozen=True)
-class Transition:
-    before: State
-    action: Action
-    after: State
 
 
 @dataclasses.dataclass(frozen=True)
