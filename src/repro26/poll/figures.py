@@ -180,14 +180,17 @@ def queries(run):
 @figure("tables/detection.csv", "tables/incentives.csv")
 def adversarial(run):
     """Incentives and adversaries. Left: share of misreports R = κΣ_i flagged by the
-    first-order-condition test (level α) and the false-positive rate on truthful reports, vs κ.
+    first-order-condition test (level α), its analytic power (non-central χ², dashed: the ideal
+    row) and the false-positive rate on truthful reports, vs κ.
     Middle: final price error with adversaries (share adversary_fraction) when flagged reports
     are kept or dropped (κ = 1: no adversary). Right: a polled agent's net gain from reporting
     κΣ_i, relative to its equilibrium utility, under a plain report and under the probe-scored
-    report (median and 10–90% range over sampled agents and seeds; positive = profitable)."""
+    report, against the truthful run of the longest horizon (median and 10–90% range over
+    sampled agents and seeds; positive = profitable)."""
     cfg = run.cfg
     det = tables.read(run.input("detection.csv"))
     inc = tables.read(run.input("incentives.csv"))
+    inc = tables.select(inc, rounds=max(tables.unique(inc, "rounds")))
     fig, axes = plotting.subplots(1, 3, width=3.2, height=2.8)
     attacks = sorted(a for a in tables.unique(det, "attack") if a != 1.0)
     ax = axes[0, 0]
@@ -197,6 +200,9 @@ def adversarial(run):
         xs = sorted(xs)
         vals = np.stack([tables.select(det, attack=a)[col] for a in xs], axis=1)
         _mean_band(ax, xs, vals, color=color, label=label)
+    power = [float(np.mean(tables.select(det, attack=a)["analytic_detection_rate"]))
+             for a in attacks]
+    ax.plot(attacks, power, color="k", ls="--", lw=1, label="analytic power")
     ax.axhline(cfg.alpha, color="k", ls=":", lw=1, label=f"α = {cfg.alpha}")
     _kappa_axis(ax, sorted(tables.unique(det, "attack")), "adversaries report R = κΣ_i")
     ax.set_ylabel("share of reports flagged")
