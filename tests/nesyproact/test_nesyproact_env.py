@@ -236,9 +236,9 @@ def test_a_wrong_or_empty_search_query_does_not_reach_the_result(query):
 def test_a_new_action_schema_gets_its_checks_without_new_verifier_code():
     """A 'clear a field' schema (verb type, existing atom kinds) compiles to working checks;
     nothing in schemas.py or agents.py is written for it."""
-    clear = schemas.ActionSchema("clear", "type", (schemas.AT, schemas.NO_DIALOG,
-                                                   schemas.TARGET, schemas.Atom("typed", ("value",))),
-                                 (schemas.Atom("field_is", ("label", "value")),))
+    typed, field_is = schemas.Atom("typed", ("value",)), schemas.Atom("field_is", ("label", "value"))
+    clear = schemas.ActionSchema("clear", "type", (schemas.AT, schemas.NO_DIALOG, schemas.TARGET,
+                                                   typed), (field_is,))
     table = {**schemas.SCHEMAS, "clear": clear}
     task = _task("shop_add_to_cart")
     env = WebEnv(task, NO_FAULTS, np.random.default_rng(0))
@@ -267,8 +267,8 @@ def test_nesyproact_fails_correctly_read_tasks_at_the_nominal_faults():
         for task in suite(domain, 20, ambiguous=nominal.ambiguous):
             env = WebEnv(task, nominal, np.random.default_rng(task.index))
             ep = agents.Episode(env, agents.step_budget(task, 2.0, 3))
-            agents.run_nesyproact(ep, Reading.of(task), LocalPolicy(PERFECT, np.random.default_rng(0)),
-                                  2, 2, 1)
+            policy = LocalPolicy(PERFECT, np.random.default_rng(0))
+            agents.run_nesyproact(ep, Reading.of(task), policy, 2, 2, 1)
             fails += (not env.success()) and ep.steps < ep.budget
     assert fails >= 3
 
@@ -320,8 +320,9 @@ def test_perfect_policy_without_faults_solves_every_task_in_plan_length_steps():
     for domain in domains.DOMAINS:
         for task in suite(domain, 6):
             reading = Reading.of(task)
-            assert [dataclasses.replace(sg, key="", page="", value=sg.value * (sg.kind != "answer"))
-                    for sg in task.plan] == list(LocalPolicy(PERFECT, np.random.default_rng(0)).compose(reading))
+            composed = LocalPolicy(PERFECT, np.random.default_rng(0)).compose(reading)
+            assert list(composed) == [dataclasses.replace(
+                sg, key="", page="", value=sg.value * (sg.kind != "answer")) for sg in task.plan]
             n_script = len(task.plan) + (task.expected_answer is None)
             for run, extra in ((lambda ep, p: agents.run_react(ep, reading, p), 0),
                                (lambda ep, p: agents.run_nesyproact(ep, reading, p, 2, 2, 1),

@@ -34,7 +34,7 @@ class Config:
     max_replans: int = 2  # NesyProAct: new plans asked for when the page cannot meet a subgoal
     verify_waits: int = 1  # NesyProAct: re-observations of My activity before a miss is final
     ideal_policy: str = "ideal"  # the error-free profile: the ideal row of every agent
-    claim_fault_scale: float = 1.0  # the fault scale the claims are judged at
+    claim_fault_scale: float = 1.0  # the scale of success_by_domain (claims: the whole sweep)
     claim_policies: tuple[str, str] = ("strong", "weak")  # (strong model, small model)
     endpoint: str = ""  # an OpenAI-compatible base URL; empty: local policies only
     endpoint_model: str = ""

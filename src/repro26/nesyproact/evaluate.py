@@ -1,9 +1,9 @@
 """One job = one policy profile and one seed: every domain, task, agent and fault scale.
 
 Randomness: tasks from ``(seed, domain, task)`` (same tasks for every agent, policy and fault
-scale); the environment's faults from ``(seed, domain, task, fault scale)`` and the model's misreading
-of a task from ``(seed, policy, domain, task)`` (the same for every agent: common random
-numbers); the policy's step errors from ``(seed, policy, domain, agent, scale)``.
+scale); the environment's faults from ``(seed, domain, task, fault scale)`` and the model's
+misreading of a task from ``(seed, policy, domain, task)`` (the same for every agent: common random
+numbers); the policy's step and plan errors from ``(seed, policy, domain, agent, scale)``.
 ASI's skill library is built over each domain's task stream, per fault scale.
 """
 

@@ -83,7 +83,8 @@ class ActionSchema:
 
 
 AT, NO_DIALOG = Atom("at", ("page_title",)), Atom("no_dialog")
-SHOWS, TARGET = Atom("shows", ("role", "label", "region")), Atom("target", ("role", "label", "region"))
+SHOWS = Atom("shows", ("role", "label", "region"))
+TARGET = Atom("target", ("role", "label", "region"))
 
 SCHEMAS: dict[str, ActionSchema] = {
     "nav": ActionSchema("nav", "click", (AT, NO_DIALOG, SHOWS, TARGET), (Atom("at", ("expect",)),)),
