@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, resolve_run_config, run_stage
 from repro26.core.config import ConfigError, UsageError
 from repro26.nesyproact import cli
@@ -45,6 +46,9 @@ def test_smoke_end_to_end(tmp_path, smoke):
     assert [c["id"] for c in out["claims"]] == ["gain_over_asi_all_domains",
                                                 "gain_persists_weak_policy"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in out["claims"])
+    assert validate_claims_file(tmp_path / "claims.json") == []
+    for c in out["claims"]:
+        assert c["ideal"] is not None and c["trivial"] is not None and c["budget"]
 
 
 def cli_figures():
@@ -57,8 +61,10 @@ def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
     bad = tmp_path / "config.yaml"
     bad.write_text("scale: smoke\nnesyproact:\n  common: {max_reprompts: many}\n"
                    "  smoke: {seeds: [0], tasks_per_domain: 2, fault_scales: [1.0],\n"
-                   "          faults: {silent: 0, stale: 0, popup: 0, delay: 0, ambiguous: 0},\n"
-                   "          policies: {strong: {misground: 0, hallucinate: 0, skip: 0, misread: 0}}}\n"
+                   "          faults: {silent: 0, stale: 0, cached: 0, popup: 0, delay: 0,\n"
+                   "                   ambiguous: 0},\n"
+                   "          policies: {ideal: {misground: 0, hallucinate: 0, skip: 0,\n"
+                   "                             misread: 0, misplan: 0}}}\n"
                    "  small: {}\n  paper: {}\n")
     assert main(["nesyproact", "data", "--config", str(bad), "--out", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -69,6 +75,7 @@ def test_unknown_domain_and_rates_are_config_errors(tmp_path, smoke):
     scale, cfg = smoke
     for bad in (dataclasses.replace(cfg, domains=("shop", "bank")),
                 dataclasses.replace(cfg, claim_fault_scale=7.0),
+                dataclasses.replace(cfg, ideal_policy="strong"),
                 dataclasses.replace(cfg, faults=dataclasses.replace(cfg.faults, silent=1.5))):
         with pytest.raises(ConfigError):
             run_stage("nesyproact", "data", cfg=bad, scale=scale, out=tmp_path / "t.csv",

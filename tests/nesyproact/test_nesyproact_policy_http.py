@@ -10,7 +10,7 @@ import pytest
 
 from repro26.nesyproact import agents, domains
 from repro26.nesyproact.env import FaultRates, Observation, WebEnv
-from repro26.nesyproact.policy import (LocalPolicy, OpenAIChatPolicy, PolicyProfile,
+from repro26.nesyproact.policy import (LocalPolicy, OpenAIChatPolicy, PolicyProfile, Reading,
                                        first_action, subgoal_instruction)
 
 
@@ -59,10 +59,12 @@ def test_http_policy_posts_the_prompt_and_returns_the_action(fake_server):
 def test_http_policy_drives_an_agent_episode(fake_server):
     url, seen = fake_server
     task = domains.task_suite("shop", 1, 0, 0.0, 4)[0]
-    env = WebEnv(task, FaultRates(0, 0, 0, 0, 0), np.random.default_rng(0))
+    env = WebEnv(task, FaultRates(0, 0, 0, 0, 0, 0), np.random.default_rng(0))
     ep = agents.Episode(env, 4)
-    agents.run_react(ep, task, OpenAIChatPolicy(url, "m", timeout_s=5))
-    assert ep.steps == 4 and len(seen) == 4 and all(e["believed"] is None for e in env.log)
+    agents.run_react(ep, Reading.of(task), OpenAIChatPolicy(url, "m", timeout_s=5))
+    # one request for the plan (the reply holds none: an empty plan), one per step
+    assert ep.steps == 4 and len(seen) == 5 and all(e["believed"] is None for e in env.log)
+    assert "JSON list of subgoals" in seen[0]["body"]["messages"][-1]["content"]
 
 
 def test_first_action_skips_prose():
@@ -74,7 +76,7 @@ def test_local_policy_hallucination_rate_matches_its_profile():
     """In subgoal mode, the fraction of proposals naming an id not on the page is the
     configured hallucination rate (binomial 99.9% band)."""
     task = domains.task_suite("wiki", 1, 0, 0.0, 4)[0]
-    env = WebEnv(task, FaultRates(0, 0, 0, 0, 0), np.random.default_rng(0))
+    env = WebEnv(task, FaultRates(0, 0, 0, 0, 0, 0), np.random.default_rng(0))
     obs_text = env.observe()
     obs = Observation.parse(obs_text)
     sg = task.plan[0]

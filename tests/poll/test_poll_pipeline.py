@@ -42,6 +42,9 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
         assert fam["final_price_error"]["mean"] < fam["trivial_price_error"][fam["strongest_trivial"]]
     fp = claims["detects_adversaries"]["measured"]["false_positive_rate"]["mean"]
     assert abs(fp - cfg.alpha) < 0.02
+    for claim in claims.values():  # the ideal row, or the reason there is none
+        assert claim["ideal"] is not None or claim["ideal_note"]
+    assert claims["truthful_best_response"]["measured"]["horizons"] == list(cfg.incentive_horizons)
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
@@ -66,7 +69,7 @@ def test_poll_variant_must_name_a_family(tmp_path, variant):
 @pytest.mark.parametrize("field,value", [("families", ("er", "lattice")),
                                          ("peer_strength", 0.6),
                                          ("activity_values", (1.0,)),
-                                         ("claim_attack", 0.3)])
+                                         ("incentive_horizons", (512,))])
 def test_bad_settings_are_config_errors(tmp_path, field, value):
     scale, cfg, _ = resolve_run_config(cli, "poll", ROOT / "config" / "config.yaml", "smoke")
     bad = dataclasses.replace(cfg, **{field: value})

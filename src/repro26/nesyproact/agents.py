@@ -2,27 +2,28 @@
 
 Every agent sees only observation text and acts in text through the same
 :class:`~repro26.nesyproact.env.WebEnv` under the same step budget (every environment action,
-``wait`` included, is a step). ReAct, ASI and NesyProAct are told the task's plan (the same
-subgoals for all three: the comparison is about executing a plan under partial observability,
-not about finding one).
+``wait`` and a verifier's look at ``My activity`` included, is a step). No agent is handed a
+plan: ReAct, ASI and NesyProAct get the intent as their model read it
+(:class:`~repro26.nesyproact.policy.Reading`) and the model composes the subgoals
+(``Policy.compose``).
 
 * ``random`` — a uniformly random valid action (click any element, type a task value into any
   textbox, back, stop): the trivial baseline.
-* ``react`` — the policy proposes every action from the observation and history.
+* ``react`` — the policy composes a plan once and proposes every action from the observation
+  and history.
 * ``asi`` — ReAct plus skill induction (Wang et al., agent skill induction): after a successful
   episode (judged by the task's own check — generous to the baseline), the actions that changed
   the page become a skill for that template, with the task's parameters as slots; later tasks of
   the template run the skill as a macro (elements looked up by role and label, no model call,
   no check) and hand back to the policy at the plan step where the skill ends or breaks.
-* ``nesyproact`` — a typed decision interface (:class:`~repro26.nesyproact.env.Subgoal`,
-  ``State`` = the parsed observation, :class:`~repro26.nesyproact.env.Action`,
-  :class:`Transition`). For each step it compiles pre-conditions from the action's type and the
-  subgoal (:func:`preconditions`: on the subgoal's page, no dialog, the target exists with the
-  subgoal's role, label and region, the typed value / read answer is the subgoal's) and
-  post-conditions (:func:`postconditions`: the expected page title, field value or one more
-  record). A failed check triggers a grounding intervention: clear the dialog, re-prompt the
-  policy with the failed predicates (re-locate), re-observe (``wait``), backtrack (``back``) or
-  re-plan (jump to the subgoal of the page it is on).
+* ``nesyproact`` — the typed decision interface of :mod:`~repro26.nesyproact.schemas`: each
+  subgoal the model composed is an action schema instance, and its pre- and post-conditions
+  are compiled from the schema (:func:`~repro26.nesyproact.schemas.compile_checks`). A failed
+  check triggers a grounding intervention: clear the dialog, re-prompt the policy with the
+  failed predicates (re-locate), re-observe (``wait``), backtrack (``back``), re-plan (ask the
+  model for a new plan when a pre-condition cannot be met on the page, and back up to where
+  the new plan differs), or, for an effect observable only on ``My activity``, go and look
+  (``verify_waits`` re-observations there) and repeat the action if it is not listed.
 """
 
 from __future__ import annotations
@@ -31,32 +32,18 @@ import dataclasses
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from repro26.nesyproact.env import Action, Observation, Subgoal, Task, WebEnv
-from repro26.nesyproact.policy import (LocalPolicy, Policy, react_instruction,
+from repro26.nesyproact import schemas
+from repro26.nesyproact.env import ACTIVITY_LINK, Action, Observation, Subgoal, Task, WebEnv
+from repro26.nesyproact.policy import (LocalPolicy, Policy, Reading, react_instruction,
                                        subgoal_instruction)
 
 AGENTS = ("random", "react", "asi", "nesyproact")
 
-State = Observation  # what the agent can know about the state: the parsed observation
-
-
-@dataclasses.dataclass(frozen=True)
-class Transition:
-    before: State
-    action: Action
-    after: State
-
-
-@dataclasses.dataclass(frozen=True)
-class Predicate:
-    """A named check on a state, compiled for one step."""
-
-    name: str
-    holds: Callable[[State], bool]
+State = schemas.State
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,8 +81,8 @@ def step_budget(task: Task, factor: float, extra: int) -> int:
 # ----------------------------------------------------------------------------- random
 
 
-def run_random(ep: Episode, task: Task, rng: np.random.Generator) -> None:
-    values = list(task.params.values()) + ["x"]
+def run_random(ep: Episode, reading: Reading, rng: np.random.Generator) -> None:
+    values = list(reading.params.values()) + ["x"]
     while not ep.over:
         obs = Observation.parse(ep.text)
         options = [f"click [{e.id}]" for e in obs.elements if e.role in ("link", "button")]
@@ -113,11 +100,11 @@ def _believed(policy: Policy) -> int | None:
     return getattr(policy, "cursor", None)
 
 
-def run_react(ep: Episode, task: Task, policy: Policy,
+def run_react(ep: Episode, reading: Reading, policy: Policy,
               history: list[str] | None = None) -> list[tuple[str, str, str, int | None]]:
-    """Policy proposes, environment executes; returns the trajectory
+    """The policy composes a plan, then proposes, environment executes; returns the trajectory
     ``(action, observation before, observation after, believed plan step)``."""
-    history = history or [react_instruction(task.intent, task.plan)]
+    history = history or [react_instruction(reading.intent, policy.compose(reading))]
     trajectory = []
     while not ep.over:
         text = policy.propose(ep.text, history)
@@ -144,7 +131,7 @@ def _fill_slots(text: str, params: Mapping[str, str]) -> str | None:
 
 def induce_skill(trajectory, params: Mapping[str, str]) -> tuple[SkillStep, ...]:
     """The actions of a successful trajectory that visibly changed the page (title, a field,
-    a record count), dialog closes left out, with the task's parameter values as slots."""
+    a notice), dialog closes left out, with the task's parameter values as slots."""
     steps = []
     for text, before, after, believed in trajectory:
         action = Action.parse(text)
@@ -154,7 +141,7 @@ def induce_skill(trajectory, params: Mapping[str, str]) -> tuple[SkillStep, ...]
         el = b.by_id(action.target)
         if el is None or el.region == "dialog":
             continue
-        changed = (a.title != b.title or a.status != b.status
+        changed = (a.title != b.title or a.notice != b.notice
                    or {(e.label, e.value) for e in a.elements if e.role == "textbox"}
                    != {(e.label, e.value) for e in b.elements if e.role == "textbox"})
         if changed:
@@ -163,17 +150,17 @@ def induce_skill(trajectory, params: Mapping[str, str]) -> tuple[SkillStep, ...]
     return tuple(steps)
 
 
-def run_asi(ep: Episode, task: Task, policy: Policy,
+def run_asi(ep: Episode, reading: Reading, policy: Policy,
             skills: dict[str, tuple[SkillStep, ...]]) -> None:
-    """Run the template's skill as a macro when there is one, then the policy (ReAct); induce
-    a skill from a successful episode of a template that has none."""
-    history = [react_instruction(task.intent, task.plan)]
+    """Run the template's skill as a macro when there is one, then the policy (ReAct on the
+    plan it composed); induce a skill from a successful episode of a template that has none."""
+    history = [react_instruction(reading.intent, policy.compose(reading))]
     resume = 0
-    for step in skills.get(task.template, ()):
+    for step in skills.get(reading.template, ()):
         if ep.over:
             break
-        label = _fill_slots(step.label, task.params)
-        value = None if step.value is None else _fill_slots(step.value, task.params)
+        label = _fill_slots(step.label, reading.params)
+        value = None if step.value is None else _fill_slots(step.value, reading.params)
         obs = Observation.parse(ep.text)
         matches = obs.find(step.role, label, step.region) if label else []
         if obs.dialog or not matches or (step.value is not None and value is None):
@@ -183,67 +170,54 @@ def run_asi(ep: Episode, task: Task, policy: Policy,
         ep.act(text, step.believed)
         history.append(f"ACTION: {text}\nOBSERVATION:\n{ep.text}")
         resume = step.believed + 1
-    if task.template in skills and isinstance(policy, LocalPolicy):
+    if reading.template in skills and isinstance(policy, LocalPolicy):
         policy.resume_at(resume)
-    trajectory = run_react(ep, task, policy, history)
-    if task.template not in skills and ep.env.success():
-        skills[task.template] = induce_skill(trajectory, task.params)
+    trajectory = run_react(ep, reading, policy, history)
+    if reading.template not in skills and ep.env.success():
+        skills[reading.template] = induce_skill(trajectory, reading.params)
 
 
 # ----------------------------------------------------------------------------- NesyProAct
 
 
-def preconditions(sg: Subgoal, action: Action) -> list[Predicate]:
-    """Executability of ``action`` for ``sg``, compiled from the action's type and the subgoal."""
-    wanted = {"nav": "click", "commit": "click", "fill": "type", "answer": "stop"}[sg.kind]
-    checks = [Predicate("on_subgoal_page", lambda s: s.title == sg.page_title),
-              Predicate("no_dialog", lambda s: not s.dialog),
-              Predicate(f"action_is_{wanted}", lambda s: action.kind == wanted)]
-    if action.kind in ("click", "type"):
-        def target(s):
-            return s.by_id(action.target)
-        checks += [
-            Predicate("target_exists", lambda s: target(s) is not None),
-            Predicate("target_role", lambda s: target(s) is not None
-                      and target(s).role == sg.role),
-            Predicate("target_label", lambda s: target(s) is not None
-                      and target(s).label == sg.label),
-            Predicate("target_region", lambda s: target(s) is not None
-                      and target(s).region == sg.region),
-        ]
-    if action.kind == "type":
-        checks.append(Predicate("typed_value", lambda s: action.text == sg.value))
-    if action.kind == "stop" and sg.kind == "answer":
-        checks.append(Predicate("answer_read_from_page", lambda s: any(
-            e.text == action.text for e in s.find("text", sg.label, sg.region))))
-    return checks
+def _activity_id(state: State) -> int | None:
+    hit = state.find(ACTIVITY_LINK.role, ACTIVITY_LINK.label, ACTIVITY_LINK.region)
+    return hit[0].id if hit else None
 
 
-def verify(sg: Subgoal, transition: Transition) -> list[str]:
-    """Names of the post-conditions of ``sg`` that the transition's outcome violates."""
-    return _failed(postconditions(sg, transition.before), transition.after)
+def _first_difference(old: Sequence[Subgoal], new: Sequence[Subgoal]) -> int:
+    return next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
 
 
-def postconditions(sg: Subgoal, before: State) -> list[Predicate]:
-    """Progress of ``sg``: the expected page, field value or one more record than before."""
-    if sg.kind == "nav":
-        return [Predicate("reached_page", lambda s: s.title == sg.expect)]
-    if sg.kind == "fill":
-        return [Predicate("field_value", lambda s: any(
-            e.value == sg.value for e in s.find("textbox", sg.label, sg.region)))]
-    if sg.kind == "commit":
-        n = before.status.get(sg.expect, 0)
-        return [Predicate("record_added", lambda s: s.status.get(sg.expect, 0) == n + 1)]
-    return []
+def verify_remote(ep: Episode, checks: Sequence[schemas.Check], action: Action,
+                  waits: int, come_back: bool) -> bool | None:
+    """Look at ``My activity`` for the effects observable only there: navigate to it, check,
+    re-observe up to ``waits`` times while a check fails, and come back (unless ``come_back``
+    is false and the checks passed: nothing is left to do on the page). True/False: the
+    effects were/were not listed; None: the budget did not allow the look (unverified)."""
+    state = State.parse(ep.text)
+    target = _activity_id(state)
+    if target is None or ep.budget - ep.steps < 2 + waits:
+        return None
+    ep.act(f"click [{target}]", None)
+    seen = State.parse(ep.text)
+    ok = not schemas.failed(checks, seen, action, "activity")
+    for _ in range(waits):
+        if ok or ep.over:
+            break
+        ep.interventions["reobserve"] += 1
+        ep.act("wait", None)
+        ok = not schemas.failed(checks, State.parse(ep.text), action, "activity")
+    if not ep.over and seen.title != state.title and (come_back or not ok):
+        ep.act("back", None)
+    return ok
 
 
-def _failed(predicates: Sequence[Predicate], state: State) -> list[str]:
-    return [p.name for p in predicates if not p.holds(state)]
-
-
-def run_nesyproact(ep: Episode, task: Task, policy: Policy, max_reprompts: int) -> None:
-    plan = task.plan
-    c = 0
+def run_nesyproact(ep: Episode, reading: Reading, policy: Policy, max_reprompts: int,
+                   max_replans: int, verify_waits: int) -> None:
+    """Compose, check, act, verify (module docstring); every check comes from the schemas."""
+    plan = policy.compose(reading)
+    c, replans, missing, back_to = 0, 0, 0, False
     while not ep.over:
         state = State.parse(ep.text)
         if state.dialog:  # pre-condition no_dialog: clear it first
@@ -255,47 +229,60 @@ def run_nesyproact(ep: Episode, task: Task, policy: Policy, max_reprompts: int) 
             break
         sg = plan[c]
         if state.title != sg.page_title:
-            on_page = [j for j, s in enumerate(plan) if s.page_title == state.title]
-            if on_page:  # re-plan: resume at the first subgoal of the page it is on
+            on_page = [j for j, s in enumerate(plan) if s.page_title == state.title and j > c]
+            if on_page and not back_to:  # re-plan forward: resume at the subgoal of this page
                 ep.interventions["replan"] += 1
                 c = on_page[0]
             else:
                 ep.interventions["backtrack"] += 1
                 ep.act("back", c)
             continue
+        back_to = False
+        pre, post = schemas.compile_checks(sg)
         nxt = plan[c + 1] if c + 1 < len(plan) else None
         feedback, text, failed = "", "", ["not proposed"]
         for _ in range(1 + max_reprompts):
-            text = policy.propose(ep.text, [subgoal_instruction(task.intent, sg, nxt, feedback)])
+            text = policy.propose(ep.text, [subgoal_instruction(reading.intent, sg, nxt,
+                                                                feedback)])
             ep.policy_calls += 1
-            failed = _failed(preconditions(sg, Action.parse(text)), state)
+            failed = schemas.failed(pre, state, Action.parse(text))
             if not failed:
                 break
             ep.interventions["relocate"] += 1
             feedback = "failed pre-conditions: " + ", ".join(failed)
         if failed:
+            cannot = any(n.startswith("shows") for n in failed)
+            missing += cannot
+            if cannot and missing > 1 and replans < max_replans:
+                # the page does not offer what the subgoal needs: ask for a new plan
+                ep.interventions["replan"] += 1
+                replans, missing = replans + 1, 0
+                new = policy.compose(reading, "not on page: " + ", ".join(failed))
+                c, plan, back_to = _first_difference(plan, new), new, True
+                continue
             ep.interventions["reobserve"] += 1
             ep.act("wait", c)
             continue
+        missing = 0
         action = Action.parse(text)
         ep.act(text, c)
         if ep.env.done:
             break
-        if not verify(sg, Transition(state, action, State.parse(ep.text))):
-            c += 1
-            continue
-        ep.interventions["reobserve"] += 1
-        if ep.over:
-            break
-        ep.act("wait", c)
         after = State.parse(ep.text)
-        if not verify(sg, Transition(state, action, after)):
-            c += 1
-        elif after.title != state.title:  # went somewhere else: backtrack
-            ep.interventions["backtrack"] += 1
-            if not ep.over:
+        if schemas.failed(post, after, action, "here") and not ep.over:
+            ep.interventions["reobserve"] += 1
+            ep.act("wait", c)
+            after = State.parse(ep.text)
+        if schemas.failed(post, after, action, "here"):
+            if after.title != state.title and not ep.over:  # went somewhere else: backtrack
+                ep.interventions["backtrack"] += 1
                 ep.act("back", c)
-        # else: the page did not change as it should: the subgoal is tried again
+            continue  # else: the page did not change as it should: the subgoal is tried again
+        if any(ch.where == "activity" for ch in post) \
+                and verify_remote(ep, post, action, verify_waits, c + 1 < len(plan)) is False:
+            ep.interventions["repeat"] += 1
+            continue  # not listed: the action is taken again
+        c += 1
 
 
 # ----------------------------------------------------------------------------- metrics

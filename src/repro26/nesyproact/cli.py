@@ -31,7 +31,10 @@ class Config:
     budget_factor: float = 2.0  # step budget = ceil(budget_factor * plan length) + budget_extra
     budget_extra: int = 3
     max_reprompts: int = 2  # NesyProAct: re-prompts with the failed pre-conditions per step
-    claim_fault_scale: float = 1.0  # the fault scale the claims are judged at
+    max_replans: int = 2  # NesyProAct: new plans asked for when the page cannot meet a subgoal
+    verify_waits: int = 1  # NesyProAct: re-observations of My activity before a miss is final
+    ideal_policy: str = "ideal"  # the error-free profile: the ideal row of every agent
+    claim_fault_scale: float = 1.0  # the scale of success_by_domain (claims: the whole sweep)
     claim_policies: tuple[str, str] = ("strong", "weak")  # (strong model, small model)
     endpoint: str = ""  # an OpenAI-compatible base URL; empty: local policies only
     endpoint_model: str = ""
@@ -58,8 +61,14 @@ def check(cfg: Config) -> None:
     if any(not 0 <= r <= 1 for r in rates) or any(s < 0 for s in cfg.fault_scales):
         raise ConfigError("nesyproact.faults / policies: rates must lie in [0, 1] and "
                           "fault_scales be non-negative")
-    if cfg.budget_factor < 1 or cfg.budget_extra < 0 or cfg.max_reprompts < 0:
-        raise ConfigError("nesyproact.budget_factor >= 1, budget_extra >= 0, max_reprompts >= 0")
+    if cfg.budget_factor < 1 or cfg.budget_extra < 0 or min(cfg.max_reprompts, cfg.max_replans,
+                                                             cfg.verify_waits) < 0:
+        raise ConfigError("nesyproact.budget_factor >= 1, budget_extra >= 0, max_reprompts, "
+                          "max_replans and verify_waits >= 0")
+    if cfg.ideal_policy not in cfg.policies or any(
+            dataclasses.asdict(cfg.policies[cfg.ideal_policy]).values()):
+        raise ConfigError(f"nesyproact.ideal_policy: '{cfg.ideal_policy}' must name a policy "
+                          "profile with every error rate 0")
 
 
 @stage(reads=("seeds", "domains", "tasks_per_domain", "faults", "n_distractors"))

@@ -5,13 +5,15 @@ A template returns the intent, a chain of pages (each with the plan steps taken 
 last step navigates to the next page), the expected records and the expected answer.
 :func:`build_task` turns the chain into a :class:`~repro26.nesyproact.env.Site` (distractor
 links to decoy pages, no-op buttons and, at rate ``ambiguous``, a sidebar element with the
-target's label and a harmful effect) and the plan of :class:`~repro26.nesyproact.env.Subgoal`.
+target's label and a harmful effect) and the environment's plan of
+:class:`~repro26.nesyproact.env.Subgoal`; :func:`compose_plan` is the same procedure recalled
+from an intent as a model read it (what an agent composes its subgoals from).
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -22,8 +24,11 @@ DOMAINS = ("shop", "shop_admin", "forum", "code", "map", "wiki")
 # ----------------------------------------------------------------------------- plan steps
 
 
-def nav(role: str, label: str) -> tuple:
-    return ("nav", role, label)
+def nav(role: str, label: str, query: str = "") -> tuple:
+    """Navigate by the element ``(role, label)``; with ``query``, a search result: the element
+    is on the page only when the search field ``query`` held ``label`` (a wrong or empty query
+    does not reach it)."""
+    return ("nav", role, label, query)
 
 
 def fill(label: str, value: str, field: str) -> tuple:
@@ -73,16 +78,39 @@ DISTRACTORS = {
 }
 
 
-def _pick(rng: np.random.Generator, name: str) -> str:
-    return str(rng.choice(V[name]))
+class Draw:
+    """Where a template's values come from. Generating a task (``rng`` given): each value is
+    drawn uniformly from its vocabulary. Recalling the site's procedure for a task as read
+    (``known`` given: the parameters a model read from the intent): each value is the read
+    one, and a value the intent does not state (the answer of an information task) is ``""``.
+    The same template code therefore builds the site and the plan a model composes from the
+    intent (:func:`compose_plan`)."""
+
+    def __init__(self, rng: np.random.Generator | None = None,
+                 known: Mapping[str, str] | None = None):
+        self.rng, self.known = rng, known
+
+    def __call__(self, vocab: str, name: str | None = None) -> str:
+        name = name or vocab
+        if self.known is not None:
+            return self.known.get(name, "")
+        return str(self.rng.choice(V[vocab]))
+
+    def pair(self, vocab: str, a: str, b: str) -> tuple[str, str]:
+        """Two distinct values of ``vocab`` (parameters ``a`` and ``b``)."""
+        if self.known is not None:
+            return self.known.get(a, ""), self.known.get(b, "")
+        x, y = self.rng.choice(V[vocab], size=2, replace=False)
+        return str(x), str(y)
 
 
 # ----------------------------------------------------------------------------- templates
-# Each: rng -> (intent, params, chain [(page title, steps)], records [(kind, record)], answer)
+# Each: Draw -> (intent, params, chain [(page title, steps)], records [(kind, record)],
+# answer)
 
 
-def shop_add_to_cart(rng):
-    c, i, q = _pick(rng, "category"), _pick(rng, "item"), _pick(rng, "qty")
+def shop_add_to_cart(d: Draw):
+    c, i, q = d("category"), d("item"), d("qty")
     rec = {"item": i, "qty": "$qty"}
     return (f"Add {q} x {i} to the cart", {"category": c, "item": i, "qty": q},
             [("Shop home", [nav("link", c)]), (c, [nav("link", i)]),
@@ -90,23 +118,23 @@ def shop_add_to_cart(rng):
             [("cart", (("item", i), ("qty", q)))], None)
 
 
-def shop_price(rng):
-    c, i, p = _pick(rng, "category"), _pick(rng, "item"), _pick(rng, "price")
+def shop_price(d: Draw):
+    c, i, pr = d("category"), d("item"), d("price")
     return (f"What is the price of {i}?", {"category": c, "item": i},
             [("Shop home", [nav("link", c)]), (c, [nav("link", i)]),
-             (i, [answer("Price", p)])], [], p)
+             (i, [answer("Price", pr)])], [], pr)
 
 
-def shop_wishlist(rng):
-    c, i = _pick(rng, "category"), _pick(rng, "item")
+def shop_wishlist(d: Draw):
+    c, i = d("category"), d("item")
     return (f"Add {i} to my wish list", {"category": c, "item": i},
             [("Shop home", [nav("link", c)]), (c, [nav("link", i)]),
              (i, [commit("Add to wish list", "wishlist", {"item": i})])],
             [("wishlist", (("item", i),))], None)
 
 
-def admin_stock(rng):
-    i, q = _pick(rng, "item"), _pick(rng, "count")
+def admin_stock(d: Draw):
+    i, q = d("item"), d("count", "qty")
     return (f"Set the stock of {i} to {q}", {"item": i, "qty": q},
             [("Dashboard", [nav("link", "Catalog")]), ("Catalog", [nav("link", i)]),
              (f"Edit {i}", [fill("Stock", q, "stock"),
@@ -114,23 +142,23 @@ def admin_stock(rng):
             [("stock", (("item", i), ("stock", q)))], None)
 
 
-def admin_cancel(rng):
-    o = _pick(rng, "order")
+def admin_cancel(d: Draw):
+    o = d("order")
     return (f"Cancel order {o}", {"order": o},
             [("Dashboard", [nav("link", "Sales")]), ("Orders", [nav("link", f"Order {o}")]),
              (f"Order {o}", [commit("Cancel order", "cancel", {"order": o})])],
             [("cancel", (("order", o),))], None)
 
 
-def admin_report(rng):
-    m, n = _pick(rng, "month"), _pick(rng, "count")
+def admin_report(d: Draw):
+    m, n = d("month"), d("count")
     return (f"How many orders were placed in {m}?", {"month": m},
             [("Dashboard", [nav("link", "Reports")]), ("Reports", [nav("link", f"Orders {m}")]),
              (f"Orders {m}", [answer("Order count", n)])], [], n)
 
 
-def forum_post(rng):
-    f, t, b = _pick(rng, "forum"), _pick(rng, "title"), _pick(rng, "body")
+def forum_post(d: Draw):
+    f, t, b = d("forum"), d("title"), d("body")
     return (f"Post '{t}' with body '{b}' in f/{f}", {"forum": f, "title": t, "body": b},
             [("Forums", [nav("link", f"f/{f}")]), (f"f/{f}", [nav("button", "New post")]),
              ("Create post", [fill("Title", t, "title"), fill("Body", b, "body"),
@@ -139,23 +167,23 @@ def forum_post(rng):
             [("post", (("body", b), ("forum", f), ("title", t)))], None)
 
 
-def forum_upvote(rng):
-    f, t = _pick(rng, "forum"), _pick(rng, "title")
+def forum_upvote(d: Draw):
+    f, t = d("forum"), d("title")
     return (f"Upvote the post '{t}' in f/{f}", {"forum": f, "title": t},
             [("Forums", [nav("link", f"f/{f}")]), (f"f/{f}", [nav("link", t)]),
              (t, [commit("Upvote", "vote", {"post": t})])],
             [("vote", (("post", t),))], None)
 
 
-def forum_author(rng):
-    f, t, u = _pick(rng, "forum"), _pick(rng, "title"), _pick(rng, "user")
+def forum_author(d: Draw):
+    f, t, u = d("forum"), d("title"), d("user")
     return (f"Who wrote '{t}' in f/{f}?", {"forum": f, "title": t},
             [("Forums", [nav("link", f"f/{f}")]), (f"f/{f}", [nav("link", t)]),
              (t, [answer("Author", u)])], [], u)
 
 
-def code_issue(rng):
-    r, t = _pick(rng, "repo"), _pick(rng, "title")
+def code_issue(d: Draw):
+    r, t = d("repo"), d("title")
     return (f"Open an issue '{t}' in {r}", {"repo": r, "title": t},
             [("Projects", [nav("link", r)]), (r, [nav("link", "Issues")]),
              (f"{r} issues", [nav("button", "New issue")]),
@@ -164,56 +192,59 @@ def code_issue(rng):
             [("issue", (("repo", r), ("title", t)))], None)
 
 
-def code_star(rng):
-    r = _pick(rng, "repo")
+def code_star(d: Draw):
+    r = d("repo")
     return (f"Star the repository {r}", {"repo": r},
             [("Projects", [nav("link", r)]), (r, [commit("Star", "star", {"repo": r})])],
             [("star", (("repo", r),))], None)
 
 
-def code_committer(rng):
-    r, u = _pick(rng, "repo"), _pick(rng, "user")
+def code_committer(d: Draw):
+    r, u = d("repo"), d("user")
     return (f"Who made the last commit to {r}?", {"repo": r},
             [("Projects", [nav("link", r)]), (r, [nav("link", "Commits")]),
              (f"{r} commits", [answer("Last author", u)])], [], u)
 
 
-def map_route(rng):
-    a, b = rng.choice(V["place"], size=2, replace=False)
-    return (f"Get directions from {a} to {b}", {"from": str(a), "to": str(b)},
+def map_route(d: Draw):
+    a, b = d.pair("place", "from", "to")
+    return (f"Get directions from {a} to {b}", {"from": a, "to": b},
             [("Map", [nav("button", "Directions")]),
-             ("Directions", [fill("From", str(a), "from"), fill("To", str(b), "to"),
+             ("Directions", [fill("From", a, "from"), fill("To", b, "to"),
                              commit("Go", "route", {"from": "$from", "to": "$to"})])],
-            [("route", (("from", str(a)), ("to", str(b))))], None)
+            [("route", (("from", a), ("to", b)))], None)
 
 
-def map_address(rng):
-    p, ad = _pick(rng, "place"), _pick(rng, "address")
-    return (f"What is the address of {p}?", {"place": p},
-            [("Map", [fill("Search", p, "q"), nav("button", "Search")]),
-             ("Search results", [nav("link", p)]), (p, [answer("Address", ad)])], [], ad)
+def map_address(d: Draw):
+    pl, ad = d("place"), d("address")
+    return (f"What is the address of {pl}?", {"place": pl},
+            [("Map", [fill("Search", pl, "q"), nav("button", "Search")]),
+             ("Search results", [nav("link", pl, query="q")]),
+             (pl, [answer("Address", ad)])], [], ad)
 
 
-def map_save(rng):
-    p = _pick(rng, "place")
-    return (f"Save {p} to my places", {"place": p},
-            [("Map", [fill("Search", p, "q"), nav("button", "Search")]),
-             ("Search results", [nav("link", p)]), (p, [commit("Save", "saved", {"place": p})])],
-            [("saved", (("place", p),))], None)
+def map_save(d: Draw):
+    pl = d("place")
+    return (f"Save {pl} to my places", {"place": pl},
+            [("Map", [fill("Search", pl, "q"), nav("button", "Search")]),
+             ("Search results", [nav("link", pl, query="q")]),
+             (pl, [commit("Save", "saved", {"place": pl})])],
+            [("saved", (("place", pl),))], None)
 
 
-def wiki_fact(rng):
-    a, y = _pick(rng, "article"), _pick(rng, "year")
+def wiki_fact(d: Draw):
+    a, y = d("article"), d("year")
     return (f"In which year was {a} born?", {"article": a},
             [("Main page", [fill("Search", a, "q"), nav("button", "Search")]),
-             ("Search results", [nav("link", a)]), (a, [answer("Born", y)])], [], y)
+             ("Search results", [nav("link", a, query="q")]), (a, [answer("Born", y)])],
+            [], y)
 
 
-def wiki_edit(rng):
-    a, s = _pick(rng, "article"), _pick(rng, "summary")
+def wiki_edit(d: Draw):
+    a, s = d("article"), d("summary")
     return (f"Edit {a} with summary '{s}'", {"article": a, "summary": s},
             [("Main page", [fill("Search", a, "q"), nav("button", "Search")]),
-             ("Search results", [nav("link", a)]), (a, [nav("link", "Edit")]),
+             ("Search results", [nav("link", a, query="q")]), (a, [nav("link", "Edit")]),
              (f"Editing {a}", [fill("Summary", s, "summary"),
                                commit("Save changes", "edit", {"article": a, "summary": "$summary"})])],
             [("edit", (("article", a), ("summary", s)))], None)
@@ -232,50 +263,81 @@ TEMPLATES: dict[str, tuple[Callable, ...]] = {
 # ----------------------------------------------------------------------------- site builder
 
 
+def _subgoal(kind_step: tuple, chain: list, p: int, values: dict[str, str],
+             key: str = "", page: str = "") -> Subgoal:
+    """The plan step of chain page ``p`` (title ``chain[p][0]``) for one template step;
+    ``values``: the fields the chain fills (a commit's record is resolved against them)."""
+    kind, title = kind_step[0], chain[p][0]
+    base = dict(page=page, key=key, page_title=title)
+    if kind == "nav":
+        return Subgoal("nav", role=kind_step[1], label=kind_step[2], expect=chain[p + 1][0],
+                       **base)
+    if kind == "fill":
+        return Subgoal("fill", role="textbox", label=kind_step[2], value=kind_step[3], **base)
+    if kind == "commit":
+        record = tuple((k, values.get(v[1:], "") if str(v).startswith("$") else v)
+                       for k, v in kind_step[4])
+        return Subgoal("commit", role="button", label=kind_step[2], expect=kind_step[3],
+                       record=record, **base)
+    return Subgoal("answer", role="text", label=kind_step[2], value=kind_step[3], **base)
+
+
+def _fills(chain: list) -> dict[str, str]:
+    return {st[4]: st[3] for _, steps in chain for st in steps if st[0] == "fill"}
+
+
+def compose_plan(domain: str, template: str, params: Mapping[str, str]) -> tuple[Subgoal, ...]:
+    """The plan a model composes from an intent it read as ``(template, params)``: the site's
+    procedure for that kind of task (its template's chain, recalled with the read values; an
+    answer is not known in advance, ``value = ""``). No element keys and no page names: only
+    what is visible on the pages (titles, roles, labels)."""
+    fn = next(t for t in TEMPLATES[domain] if t.__name__ == template)
+    chain = fn(Draw(known=params))[2]
+    values = _fills(chain)
+    return tuple(_subgoal(st, chain, p, values) for p, (_, steps) in enumerate(chain)
+                 for st in steps)
+
+
 def build_task(domain: str, index: int, seed: int, ambiguous: float,
                n_distractors: int) -> Task:
     """Task ``index`` of ``domain``: a template drawn uniformly, its parameters, its site.
     Template, parameters and layout come from their own streams of ``(seed, domain, index)``,
     so raising ``ambiguous`` only adds decoys (one uniform per step decides each) to the same
-    task."""
+    task. ``Task.plan`` (with element keys) is the environment's: it tracks true progress and
+    is never shown to an agent."""
     templates = TEMPLATES[domain]
     rng = np.random.default_rng([seed, DOMAINS.index(domain), index, 0])
     template = templates[int(rng.integers(len(templates)))]
-    intent, params, chain, records, expected_answer = template(rng)
+    intent, params, chain, records, expected_answer = template(Draw(rng))
     rng = np.random.default_rng([seed, DOMAINS.index(domain), index, 1])
     pages: dict[str, list[Element]] = {}
     plan: list[Subgoal] = []
     kinds = sorted({r[0] for t in templates for r in _records_of(t)})
     decoys: dict[str, Page] = {}
+    values = _fills(chain)
     for p, (title, steps) in enumerate(chain):
         name = f"p{p}"
         els: list[Element] = []
         for s, step in enumerate(steps):
             key = f"{name}.s{s}"
             kind = step[0]
+            wrong = _other(rng, str(step[-1] if kind != "nav" else step[2]))
             if kind == "nav":
-                el = Element(key, step[1], step[2], effect=("goto", f"p{p + 1}"))
-                sg = Subgoal("nav", name, step[1], step[2], expect=chain[p + 1][0], key=key,
-                             page_title=title)
+                shown = ("field", step[3], step[2]) if step[3] else ()
+                el = Element(key, step[1], step[2], effect=("goto", f"p{p + 1}"),
+                             shown_if=shown)
                 harm = ("goto", _decoy(decoys, f"{step[2]} (sponsored)"))
             elif kind == "fill":
                 el = Element(key, "textbox", step[2], effect=("fill", step[4]))
-                sg = Subgoal("fill", name, "textbox", step[2], value=step[3], key=key,
-                             page_title=title)
                 harm = ("fill", f"{step[4]}_sidebar")
             elif kind == "commit":
                 el = Element(key, "button", step[2], effect=("commit", step[3], step[4]))
-                sg = Subgoal("commit", name, "button", step[2], expect=step[3], key=key,
-                             page_title=title)
                 harm = ("commit", step[3], (("decoy", "sponsored"),))
             else:
-                el = Element(key, "text", step[2], text=step[3])
-                sg = Subgoal("answer", name, "text", step[2], value=step[3], key=key,
-                             page_title=title)
+                el = Element(key, "text", step[2], text=step[3], stale_text=wrong)
                 harm = ()
             els.append(el)
-            plan.append(sg)
-            wrong = _other(rng, str(step[-1]))
+            plan.append(_subgoal(step, chain, p, values, key=key, page=name))
             if rng.random() < ambiguous:
                 els.append(Element(f"{key}.decoy", el.role, el.label, "sidebar", harm,
                                    text=wrong if kind == "answer" else ""))
@@ -309,7 +371,7 @@ def _other(rng: np.random.Generator, value) -> str:
 
 def _records_of(template: Callable) -> list:
     """The record kinds a template can write (from a throwaway draw)."""
-    return template(np.random.default_rng(0))[3]
+    return template(Draw(np.random.default_rng(0)))[3]
 
 
 def task_suite(domain: str, n_tasks: int, seed: int, ambiguous: float,

@@ -10,15 +10,30 @@ each step returns an accessibility-tree-like text (:func:`render`) in which ever
 id drawn afresh at each render, and acts in text (``click [12]``, ``type [7] "2"``, ``back``,
 ``wait``, ``stop "answer"``).
 
-Faults (per step, rates in :class:`FaultRates`), each counted where it happens:
+What an agent can see of the effects of its actions: the page title, the values of the
+textboxes on the page, a ``Notice "Saved"`` text after a submit (until it navigates), and, only
+on the separate ``My activity`` page (a header link on every page), the records the site holds.
+No page shows a record count: whether a submit was stored is visible only after navigating.
 
-* ``silent`` — a click/type has no effect, and the page is returned unchanged;
+Faults (per step, rates in :class:`FaultRates`), each counted where it happens. Some leave
+evidence on the next page, some leave only partial or delayed evidence, some none:
+
+* ``silent`` — a click/type has no effect. For a navigation or a field the page is returned
+  unchanged (visible); for a submit the ``Saved`` notice still shows but nothing is stored
+  (partial evidence: only ``My activity`` tells);
 * ``stale`` — after a navigation the page re-renders once the observation was sent: the ids the
   agent saw now point at other elements (until it observes again);
+* ``cached`` — after a navigation the page is served from an outdated cache: its text values
+  (an answer) are old ones, with nothing on the page saying so, until it is reloaded (``wait``);
 * ``popup`` — a dialog opens on arrival; until closed it intercepts every click/type;
-* ``delay`` — a form field or record update shows only one observation late;
+* ``delay`` — an update shows late: a field value one observation late, a stored record
+  :data:`RECORD_LAG` observations late (an eventually consistent activity index: a verifier
+  that looks once or twice sees it missing though it is there);
 * ``ambiguous`` — (when the task is generated) a sidebar element carries the target's label and
   a harmful effect (a sponsored page, a wrong record, a wrong field).
+
+A search result link (``Element.shown_if``) is on the results page only when the search field
+held its label: a wrong or empty query does not reach the right page.
 
 The environment also tracks the *true progress* through the task's plan (how many subgoals have
 really taken effect, in order) so that it can count, for every acting step, whether the agent
@@ -49,6 +64,8 @@ class Element:
     region: str = "main"
     effect: tuple = ()
     text: str = ""
+    shown_if: tuple = ()  # ("field", f, value): rendered only while field f holds value
+    stale_text: str = ""  # what an outdated cached copy of the page shows as ``text``
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +91,7 @@ class Subgoal:
     expect: str = ""
     key: str = ""  # the element's key (what the environment compares effects against)
     page_title: str = ""  # title of the page the subgoal acts on
+    record: tuple = ()  # commit: the record it should store, ((key, value), ...)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +130,7 @@ class FaultRates:
 
     silent: float
     stale: float
+    cached: float
     popup: float
     delay: float
     ambiguous: float
@@ -187,11 +206,23 @@ class Observation:
 
     title: str
     elements: tuple[ObservedElement, ...]
-    status: Mapping[str, int]
 
     @property
     def dialog(self) -> bool:
         return any(e.region == "dialog" for e in self.elements)
+
+    @property
+    def notice(self) -> str | None:
+        """The text of the page's notice (``Saved`` after a submit), if any."""
+        return next((e.text for e in self.elements if e.role == "text"
+                     and e.label == NOTICE), None)
+
+    @property
+    def records(self) -> tuple[str, ...] | None:
+        """The records listed on ``My activity``; None on any other page."""
+        if self.title != ACTIVITY_TITLE:
+            return None
+        return tuple(e.text or "" for e in self.elements if e.label == "Record")
 
     def by_id(self, i: int | None) -> ObservedElement | None:
         return next((e for e in self.elements if e.id == i), None)
@@ -202,24 +233,28 @@ class Observation:
 
     @classmethod
     def parse(cls, text: str) -> "Observation":
-        title, elements, status = "", [], {}
+        title, elements = "", []
         for line in text.splitlines():
             if line.startswith("[page] "):
                 title = line[7:]
-            elif line.startswith("[status] "):
-                for part in line[9:].split(" | "):
-                    if ": " in part:
-                        k, v = part.split(": ")
-                        status[k] = int(v)
             elif m := _LINE.match(line):
                 elements.append(ObservedElement(int(m.group(1)), m.group(2), m.group(3),
                                                 m.group(4) or "main", m.group(5), m.group(6)))
-        return cls(title, tuple(elements), status)
+        return cls(title, tuple(elements))
 
 
 # ----------------------------------------------------------------------------- environment
 
 DIALOG = Element("__dialog_close", "button", "Close", "dialog", ("close",))
+ACTIVITY, ACTIVITY_TITLE = "activity", "My activity"
+ACTIVITY_LINK = Element("__activity", "link", "My activity", "header", ("goto", ACTIVITY))
+NOTICE = "Notice"
+RECORD_LAG = 3  # observations a delayed record stays out of the activity index
+
+
+def format_record(kind: str, record: tuple) -> str:
+    """How ``My activity`` lists a record: ``kind: k1=v1; k2=v2``."""
+    return f"{kind}: " + "; ".join(f"{k}={v}" for k, v in record)
 
 
 class WebEnv:
@@ -232,8 +267,11 @@ class WebEnv:
         self.fields: dict[str, str] = {}
         self.records: list[tuple] = []
         self.dialog = False
+        self.notice = False  # the "Saved" notice of the last submit (until navigation)
+        self.cached = False  # the page's text values come from an outdated cache
         self.shown_fields: dict[str, str] = {}
-        self.shown_counts: dict[str, int] = {k: 0 for k in task.site.record_kinds}
+        self.shown_records: list[tuple] = []
+        self.hidden_for = 0  # observations for which a delayed update stays hidden
         self.progress = 0  # subgoals of the plan that really took effect, in order
         self.spoiled = False  # an off-plan record was written (not repairable)
         self.answer: str | None = None
@@ -245,8 +283,19 @@ class WebEnv:
         self._last_text = self._render()
 
     # -- rendering
+    def _title(self) -> str:
+        return ACTIVITY_TITLE if self.page == ACTIVITY else self.task.site.pages[self.page].title
+
     def _elements(self) -> tuple[Element, ...]:
-        els = self.task.site.pages[self.page].elements
+        if self.page == ACTIVITY:
+            els = tuple(Element(f"__record{i}", "text", "Record", text=format_record(*r))
+                        for i, r in enumerate(self.shown_records))
+        else:
+            els = tuple(e for e in self.task.site.pages[self.page].elements
+                        if not e.shown_if or self.fields.get(e.shown_if[1]) == e.shown_if[2])
+            els = (ACTIVITY_LINK, *els)
+            if self.notice:
+                els = (*els, Element("__notice", "text", NOTICE, text="Saved"))
         return (*els, DIALOG) if self.dialog else els
 
     def _assign_ids(self) -> None:
@@ -254,9 +303,21 @@ class WebEnv:
         ids = self.rng.choice(np.arange(1, 1000), size=len(els), replace=False)
         self.ids = {int(i): e.key for i, e in zip(ids, els)}
 
+    def _sync_ids(self) -> None:
+        """Keep the ids of elements still on the page; new ones get unused ids."""
+        keys = [e.key for e in self._elements()]
+        self.ids = {i: k for i, k in self.ids.items() if k in keys}
+        for key in keys:
+            if key not in self.ids.values():
+                i = int(self.rng.integers(1, 1000))
+                while i in self.ids:
+                    i = int(self.rng.integers(1, 1000))
+                self.ids[i] = key
+
     def _render(self) -> str:
+        self._sync_ids()
         by_key = {e.key: e for e in self._elements()}
-        lines = [f"[page] {self.task.site.pages[self.page].title}"]
+        lines = [f"[page] {self._title()}"]
         for i, key in self.ids.items():
             e = by_key[key]
             line = f'[{i}] {e.role} "{e.label}"'
@@ -265,20 +326,22 @@ class WebEnv:
             if e.role == "textbox":
                 line += f' value="{self.shown_fields.get(e.effect[1], "")}"'
             if e.role == "text":
-                line += f' text="{e.text}"'
+                text = e.stale_text if self.cached and e.stale_text else e.text
+                line += f' text="{text}"'
             lines.append(line)
-        kinds = self.task.site.record_kinds
-        if kinds:
-            lines.append("[status] " + " | ".join(f"{k}: {self.shown_counts[k]}" for k in kinds))
         return "\n".join(lines)
 
     def observe(self) -> str:
         return self._last_text
 
-    def _show_truth(self) -> None:
+    def _refresh(self) -> None:
+        """Every new observation shows the true fields and records, unless a delayed update is
+        still hidden."""
+        if self.hidden_for > 0:
+            self.hidden_for -= 1
+            return
         self.shown_fields = dict(self.fields)
-        self.shown_counts = {k: sum(r[0] == k for r in self.records)
-                             for k in self.task.site.record_kinds}
+        self.shown_records = list(self.records)
 
     # -- premise bookkeeping
     def premise_valid(self, believed: int | None, action: Action) -> bool:
@@ -309,8 +372,9 @@ class WebEnv:
     # -- dynamics
     def step(self, text: str, believed: int | None = None) -> str:
         """Apply one action (text); return the next observation. ``believed`` is the agent's
-        claimed position in the plan (None: the agent has no plan), logged with the premise
-        flag of acting steps (``wait`` takes no premise)."""
+        claimed position in the plan (None: the agent has no plan, or the step is not one of
+        its plan's), logged with the premise flag of acting steps (``wait`` takes no
+        premise)."""
         if self.done:
             raise RuntimeError("episode is over")
         action = Action.parse(text)
@@ -319,7 +383,6 @@ class WebEnv:
                  "acting": acting, "premise_valid": self.premise_valid(believed, action)
                  if acting else None, "faults": []}
         self.log.append(entry)
-        delayed = False
         if action.kind == "stop":
             self.answer, self.done = action.text, True
             plan = self.task.plan
@@ -329,18 +392,14 @@ class WebEnv:
             return self._last_text
         if action.kind == "invalid":
             return self._last_text
-        if action.kind == "wait":  # re-observe: the page as it now is
-            self._show_truth()
-            self.stale = False
-            self._last_text = self._render()
-            return self._last_text
+        if action.kind == "wait":  # reload: the page as it now is
+            self.stale = self.cached = False
+            return self._show()
         if action.kind == "back":
             if self.stack:
                 self._navigate(self.stack.pop(), entry)
-            else:
-                self._show_truth()
-                self._last_text = self._render()
-            return self._last_text
+                return self._last_text
+            return self._show()
         key = self.ids.get(action.target)
         self.stale = False
         by_key = {e.key: e for e in self._elements()}
@@ -348,51 +407,63 @@ class WebEnv:
         if element is None or (self.dialog and key != DIALOG.key):
             if element is not None:
                 entry["faults"].append("popup_intercept")
-            self._show_truth()
-            self._last_text = self._render()
-            return self._last_text
-        if self.rng.random() < self.faults.silent:
-            entry["faults"].append("silent")
-            self._last_text = self._render()  # same ids, nothing changed, nothing said
-            return self._last_text
+            return self._show()
         effect = element.effect
+        silent = bool(effect) and effect[0] != "close" and self.rng.random() < self.faults.silent
+        if silent:
+            entry["faults"].append("silent")
         if effect and effect[0] == "close":
             self.dialog = False
             self._assign_ids()
         elif effect and effect[0] == "goto" and action.kind == "click":
+            if silent:
+                return self._render_same()
             self.stack.append(self.page)
             self._advance("nav", element.key)
             self._navigate(effect[1], entry)
             return self._last_text
         elif effect and effect[0] == "fill" and action.kind == "type":
+            if silent:
+                return self._render_same()
             self.fields[effect[1]] = action.text or ""
             self._advance("fill", element.key, action.text)
-            delayed = self._maybe_delay(entry)
+            self._maybe_delay(entry, 1)
         elif effect and effect[0] == "commit" and action.kind == "click":
-            record = tuple((k, self.fields.get(v[1:], "") if str(v).startswith("$") else v)
-                           for k, v in effect[2])
-            self.records.append((effect[1], record))
-            self._advance("commit", element.key)
-            delayed = self._maybe_delay(entry)
-        if not delayed:
-            self._show_truth()
+            self.notice = True  # shown whether or not the record was stored
+            if not silent:
+                record = tuple((k, self.fields.get(v[1:], "") if str(v).startswith("$") else v)
+                               for k, v in effect[2])
+                self.records.append((effect[1], record))
+                self._advance("commit", element.key)
+                self._maybe_delay(entry, RECORD_LAG)
+        return self._show()
+
+    def _show(self) -> str:
+        self._refresh()
         self._last_text = self._render()
         return self._last_text
 
-    def _maybe_delay(self, entry: dict) -> bool:
+    def _render_same(self) -> str:
+        """A silent failure: same ids, nothing changed, nothing said."""
+        self._last_text = self._render()
+        return self._last_text
+
+    def _maybe_delay(self, entry: dict, lag: int) -> None:
         if self.rng.random() < self.faults.delay:
             entry["faults"].append("delay")
-            return True
-        return False
+            self.hidden_for = max(self.hidden_for, lag)
 
     def _navigate(self, page: str, entry: dict) -> None:
         self.page = page
+        self.notice = False
         self.dialog = bool(self.rng.random() < self.faults.popup)
         if self.dialog:
             entry["faults"].append("popup")
+        self.cached = bool(self.rng.random() < self.faults.cached)
+        if self.cached:
+            entry["faults"].append("cached")
         self._assign_ids()
-        self._show_truth()
-        self._last_text = self._render()
+        self._show()
         if self.rng.random() < self.faults.stale:
             entry["faults"].append("stale")
             self._assign_ids()  # the page re-rendered after the observation went out

@@ -1,9 +1,9 @@
 """One job = one policy profile and one seed: every domain, task, agent and fault scale.
 
 Randomness: tasks from ``(seed, domain, task)`` (same tasks for every agent, policy and fault
-scale); the environment's faults from ``(seed, domain, task, fault scale)`` and the model's misreading
-of a task from ``(seed, policy, domain, task)`` (the same for every agent: common random
-numbers); the policy's step errors from ``(seed, policy, domain, agent, scale)``.
+scale); the environment's faults from ``(seed, domain, task, fault scale)`` and the model's
+misreading of a task from ``(seed, policy, domain, task)`` (the same for every agent: common random
+numbers); the policy's step and plan errors from ``(seed, policy, domain, agent, scale)``.
 ASI's skill library is built over each domain's task stream, per fault scale.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from repro26.nesyproact import agents, domains
 from repro26.nesyproact.env import FAULTS, WebEnv
-from repro26.nesyproact.policy import misread_task
+from repro26.nesyproact.policy import Reading, misread_task
 
 EPISODE_COLUMNS = ("domain", "template", "task", "agent", "policy", "seed", "fault_scale",
                    "success", "steps", "budget", "premise_invalid", "error_depth",
@@ -21,21 +21,22 @@ EPISODE_COLUMNS = ("domain", "template", "task", "agent", "policy", "seed", "fau
 
 
 def episode(task, agent: str, policy, faults, env_rng, agent_rng, cfg, skills,
-            seen=None) -> dict:
-    """Run one episode of ``task``; the agent works from ``seen`` (the task as the model read
-    it, default ``task``); the environment and its check use ``task``. Returns the metrics
-    row (without the identifying columns)."""
+            reading=None) -> dict:
+    """Run one episode of ``task``; the agent works from ``reading`` (the intent as the model
+    read it, default the true one); the environment and its check use ``task``. Returns the
+    metrics row (without the identifying columns)."""
     env = WebEnv(task, faults, env_rng)
-    task = seen or task
+    reading = reading or Reading.of(task)
     ep = agents.Episode(env, agents.step_budget(task, cfg.budget_factor, cfg.budget_extra))
     if agent == "random":
-        agents.run_random(ep, task, agent_rng)
+        agents.run_random(ep, reading, agent_rng)
     elif agent == "react":
-        agents.run_react(ep, task, policy)
+        agents.run_react(ep, reading, policy)
     elif agent == "asi":
-        agents.run_asi(ep, task, policy, skills)
+        agents.run_asi(ep, reading, policy, skills)
     else:
-        agents.run_nesyproact(ep, task, policy, cfg.max_reprompts)
+        agents.run_nesyproact(ep, reading, policy, cfg.max_reprompts, cfg.max_replans,
+                              cfg.verify_waits)
     invalid, depth = agents.premise_metrics(env.log)
     fault_counts = {f"n_{f}": sum(f in e["faults"] for e in env.log) for f in FAULTS}
     fault_counts["n_ambiguous"] = sum(e.key.endswith(".decoy") for p in task.site.pages.values()
@@ -77,11 +78,11 @@ def run_job(cfg, policy_name: str, seed: int, progress=None) -> list[dict]:
                                                      task.index, s_index, 3])
                     rate = cfg.policies[policy_name].misread if policy_name in cfg.policies \
                         else 0.0
-                    seen = misread_task(task, np.random.default_rng(
+                    reading = misread_task(task, np.random.default_rng(
                         [seed, p_index, domains.DOMAINS.index(domain), task.index, 4]), rate)
                     row = episode(task, agent, policy, faults, env_rng, agent_rng, cfg, skills,
-                                  seen)
-                    row["misread"] = int(seen is not task)
+                                  reading)
+                    row["misread"] = int(reading.params != task.params)
                     rows.append({"domain": domain, "template": task.template, "task": task.index,
                                  "agent": agent, "policy": policy_name, "seed": seed,
                                  "fault_scale": float(scale), **row})
@@ -90,8 +91,8 @@ def run_job(cfg, policy_name: str, seed: int, progress=None) -> list[dict]:
     return rows
 
 
-SUMMARY_VALUES = ("success", "steps", "premise_invalid", "error_depth", "policy_calls",
-                  "interventions")
+SUMMARY_VALUES = ("success", "steps", "budget", "premise_invalid", "error_depth",
+                  "policy_calls", "interventions", "misread")
 
 
 def summarise(rows: list[dict]) -> list[dict]:

@@ -1,8 +1,11 @@
-"""The language model behind every agent: ``Policy.propose(observation, history) -> action``.
+"""The language model behind every agent: ``Policy.compose(reading) -> subgoals`` (the model
+composes its plan from the intent as it read it, :class:`Reading`; no agent is handed a plan)
+and ``Policy.propose(observation, history) -> action``.
 
-``history[0]`` is the instruction (task, action grammar, and either the whole ``PLAN`` — the
-ReAct-style prompt — or one ``SUBGOAL`` with the ``NEXT`` one and ``FEEDBACK`` from a failed
-check — NesyProAct's typed prompt); later entries are ``ACTION: ...`` / ``OBSERVATION: ...``.
+``history[0]`` is the instruction (task, action grammar, and either the whole ``PLAN`` the
+model composed — the ReAct-style prompt — or one ``SUBGOAL`` with the ``NEXT`` one and
+``FEEDBACK`` from a failed check — NesyProAct's typed prompt); later entries are
+``ACTION: ...`` / ``OBSERVATION: ...``.
 
 * :class:`LocalPolicy` — a stochastic stand-in for a model of tunable competence. It reads the
   observation text and the instruction only, and errs at the rates of its
@@ -10,8 +13,9 @@ check — NesyProAct's typed prompt); later entries are ``ACTION: ...`` / ``OBSE
   overlooks a dialog, without reading the observation), ``hallucinate`` (it acts on an element
   id that is not on the page), ``skip`` (it jumps over a plan step). Among several elements with
   the subgoal's label it picks one at random unless feedback names the region. Per task it
-  may also misread one parameter of the intent (``misread``, :func:`misread_task`): an error
-  in the plan itself, which no step-level check can catch.
+  may also misread one parameter of the intent (``misread``, :func:`misread_task`: an error
+  in the plan itself, which no step-level check can catch), and each plan it composes may
+  leave out one fill step (``misplan``: a search query or a form field it forgets).
 * :class:`OpenAIChatPolicy` — an OpenAI-compatible ``/chat/completions`` client in the standard
   library (urllib), for a real model. Nothing calls it unless a config names an endpoint.
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -30,44 +34,70 @@ from repro26.nesyproact.env import ACTION_GRAMMAR, Action, Observation, Subgoal,
 
 
 class Policy(Protocol):
+    def compose(self, reading: "Reading", feedback: str = "") -> tuple[Subgoal, ...]: ...
+
     def propose(self, observation: str, history: Sequence[str]) -> str: ...
 
 
 @dataclasses.dataclass(frozen=True)
 class PolicyProfile:
-    """Per-proposal error rates of the local policy."""
+    """Per-proposal error rates of the local policy (``misread``, ``misplan``: per task)."""
 
     misground: float
     hallucinate: float
     skip: float
     misread: float  # per task: one parameter of the intent read as another value
+    misplan: float = 0.0  # per composed plan: one of its fill steps left out
 
 
-def misread_task(task: Task, rng: np.random.Generator, rate: float) -> Task:
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """The task as a model read its intent: which kind of task (the template) and the values it
+    names. This, not the environment's plan, is what every agent composes its subgoals from."""
+
+    domain: str
+    template: str
+    intent: str
+    params: Mapping[str, str]
+
+    @classmethod
+    def of(cls, task: Task) -> "Reading":
+        """The intent read without error."""
+        return cls(task.domain, task.template, task.intent, task.params)
+
+
+def misread_task(task: Task, rng: np.random.Generator, rate: float) -> Reading:
     """The task as the model understood it: with probability ``rate`` one parameter of the
-    intent is read as another value of its vocabulary, in the plan's labels and values and in
-    the parameters a skill's slots are filled from. No check can see this (the subgoals
-    themselves are wrong); every agent that uses the model gets the same reading."""
+    intent is read as another value of its vocabulary. No check can see this (the composed
+    subgoals are consistent with the wrong reading); every agent that uses the model gets the
+    same reading."""
     from repro26.nesyproact.domains import V
 
     u, pick = rng.random(), rng.random(2)
     names = [n for n in task.params if n in V or n in ("from", "to")]
-    if u >= rate or not names:
-        return task
-    name = names[int(pick[0] * len(names))]
-    vocab = V.get(name, V["place"])
-    true = task.params[name]
-    others = [v for v in vocab if v != true]
-    wrong = others[int(pick[1] * len(others))]
+    params = dict(task.params)
+    if u < rate and names:
+        name = names[int(pick[0] * len(names))]
+        vocab = V.get(name, V["place"])
+        others = [v for v in vocab if v != params[name]]
+        params[name] = others[int(pick[1] * len(others))]
+    return dataclasses.replace(Reading.of(task), params=params)
 
-    def swap(text: str) -> str:
-        return text.replace(true, wrong) if text == true or (true in text and len(true) > 2) \
-            else text
 
-    plan = tuple(dataclasses.replace(sg, label=swap(sg.label), value=swap(sg.value),
-                                     expect=swap(sg.expect), page_title=swap(sg.page_title))
-                 for sg in task.plan)
-    return dataclasses.replace(task, plan=plan, params={**task.params, name: wrong})
+def compose_local(reading: Reading, rng: np.random.Generator, misplan: float
+                  ) -> tuple[Subgoal, ...]:
+    """The local model's plan: the site's procedure for the task as read
+    (:func:`~repro26.nesyproact.domains.compose_plan`), with probability ``misplan`` one of its
+    fill steps (a search query, a form field) left out."""
+    from repro26.nesyproact.domains import compose_plan
+
+    plan = compose_plan(reading.domain, reading.template, reading.params)
+    fills = [i for i, sg in enumerate(plan) if sg.kind == "fill"]
+    u, pick = rng.random(), rng.random()
+    if fills and u < misplan:
+        drop = fills[int(pick * len(fills))]
+        plan = plan[:drop] + plan[drop + 1:]
+    return plan
 
 
 def subgoal_json(sg: Subgoal | None) -> str:
@@ -95,7 +125,8 @@ def _field(instruction: str, name: str) -> str | None:
 
 
 def _sg(d: dict) -> Subgoal:
-    return Subgoal(d["kind"], "", d["role"], d["label"], d["region"], d["value"], d["expect"])
+    return Subgoal(d["kind"], "", d["role"], d["label"], d.get("region", "main"),
+                   d.get("value", ""), d.get("expect", ""), page_title=d.get("page_title", ""))
 
 
 def ground(sg: Subgoal, obs: Observation, rng: np.random.Generator,
@@ -121,14 +152,15 @@ def _unused_id(obs: Observation, rng: np.random.Generator) -> int:
     return i
 
 
-def effect_visible(sg: Subgoal, obs: Observation, count_before: int) -> bool:
-    """What a careful reader of the observation would take as ``sg`` having taken effect."""
+def effect_visible(sg: Subgoal, obs: Observation) -> bool:
+    """What a careful reader of the observation would take as ``sg`` having taken effect (a
+    submit: the ``Saved`` notice)."""
     if sg.kind == "nav":
         return obs.title == sg.expect
     if sg.kind == "fill":
         return any(e.value == sg.value for e in obs.find("textbox", sg.label))
     if sg.kind == "commit":
-        return obs.status.get(sg.expect, 0) > count_before
+        return obs.notice == "Saved"
     return True
 
 
@@ -140,7 +172,11 @@ class LocalPolicy:
     def __init__(self, profile: PolicyProfile, rng: np.random.Generator):
         self.profile, self.rng = profile, rng
         self.cursor = 0
-        self.pending: tuple[int, int] | None = None  # (plan index, record count before)
+        self.pending: int | None = None  # the plan index of the last proposal
+
+    def compose(self, reading: Reading, feedback: str = "") -> tuple[Subgoal, ...]:
+        """A plan for the task as read (a fresh draw of the plan error each time)."""
+        return compose_local(reading, self.rng, self.profile.misplan)
 
     def resume_at(self, index: int) -> None:
         """Continue the ReAct prompt at plan step ``index`` (after a skill ran the others)."""
@@ -156,10 +192,10 @@ class LocalPolicy:
             self.cursor, self.pending = 0, None
         p = self.profile
         if self.pending is not None:
-            index, before = self.pending
+            index = self.pending
             self.pending = None
             assumed = self.rng.random() < p.misground
-            if assumed or effect_visible(plan[index], obs, before):
+            if assumed or effect_visible(plan[index], obs):
                 self.cursor = index + 1
             if self.rng.random() < p.skip:
                 self.cursor += 1
@@ -173,7 +209,7 @@ class LocalPolicy:
         if self.cursor >= len(plan):
             return "stop"
         sg = plan[self.cursor]
-        self.pending = (self.cursor, obs.status.get(sg.expect, 0))
+        self.pending = self.cursor
         if self.rng.random() < self.profile.hallucinate:
             target = _unused_id(obs, self.rng)
             return f'type [{target}] "{sg.value}"' if sg.kind == "fill" else f"click [{target}]"
@@ -207,6 +243,21 @@ class OpenAIChatPolicy:
 
     def propose(self, observation: str, history: Sequence[str]) -> str:
         user = "\n\n".join([*history, f"OBSERVATION:\n{observation}", "Your next action:"])
+        return first_action(self._chat(user))
+
+    def compose(self, reading: Reading, feedback: str = "") -> tuple[Subgoal, ...]:
+        """The model's plan: a JSON list of subgoals (``kind`` nav | fill | commit | answer,
+        ``role``, ``label``, ``region``, ``value``, ``expect``, ``page_title``); an empty plan
+        when the reply holds none."""
+        text = self._chat(f"TASK: {reading.intent}\nFEEDBACK: {feedback}\nReply with the plan "
+                          "as a JSON list of subgoals with keys kind (nav|fill|commit|answer), "
+                          "role, label, region, value, expect, page_title.")
+        try:
+            return tuple(_sg(d) for d in json.loads(text[text.index("["):text.rindex("]") + 1]))
+        except (ValueError, KeyError, TypeError):
+            return ()
+
+    def _chat(self, user: str) -> str:
         body = json.dumps({"model": self.model, "temperature": self.temperature,
                            "messages": [{"role": "system", "content": SYSTEM_PROMPT},
                                         {"role": "user", "content": user}]}).encode()
@@ -216,8 +267,7 @@ class OpenAIChatPolicy:
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
             reply = json.loads(response.read().decode())
-        text = reply["choices"][0]["message"]["content"] or ""
-        return first_action(text)
+        return reply["choices"][0]["message"]["content"] or ""
 
 
 def first_action(text: str) -> str:

@@ -43,13 +43,13 @@ class Config:
     adversary_n: int = 300
     adversary_fraction: float = 0.1
     attacks: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95, 1.25, 2.0)  # R = κ Σ_i
-    claim_attack: float = 0.8
     probe_var: float = 0.01  # s²: variance of the probe price shift
     incentive_samples: int = 16
     incentive_starts: int = 4
     incentive_steps: int = 150
     incentive_radius: float = 2.0  # ‖A‖_F ≤ radius for R = Σ^½ exp(A) Σ^½
-    best_response_tolerance: float = 1e-6  # η: gain a best response may leave (relative)
+    incentive_horizons: tuple[int, ...] = ()  # T of the truthful runs the misreports are
+    # searched against (the predicted rate: best gain × T² bounded across them)
 
 
 def check(cfg: Config) -> None:
@@ -75,11 +75,11 @@ def check(cfg: Config) -> None:
         raise ConfigError("poll.heterogeneities: must be non-negative")
     if not 0 < cfg.eps < 1 or not 0 < cfg.alpha < 1 or not 0 <= cfg.adversary_fraction < 1:
         raise ConfigError("poll.eps, poll.alpha, poll.adversary_fraction: must lie in (0, 1)")
-    if cfg.claim_attack not in cfg.attacks:
-        raise ConfigError(f"poll.claim_attack: {cfg.claim_attack} must be one of attacks "
-                          f"{list(cfg.attacks)}")
     if cfg.rounds < 16 or cfg.walk_length < 1:
         raise ConfigError("poll.rounds: at least 16; poll.walk_length: at least 1")
+    if len(set(cfg.incentive_horizons)) < 2 or min(cfg.incentive_horizons) < 16:
+        raise ConfigError(f"poll.incentive_horizons: at least two distinct horizons >= 16, got "
+                          f"{list(cfg.incentive_horizons)}")
 
 
 def real_size(name: str) -> int:

@@ -146,6 +146,8 @@ def poll_job(cfg, graphs: dict, family: str, n: int, heterogeneity: float):
             "time_to_eps_s": np.nan if censored else seconds_per_seed * r / cfg.rounds,
             # asymptotic variance t·err² (late half) / ε²: the rounds the CLT predicts
             "rounds_to_eps_clt": float(np.mean(t[late] * err[late] ** 2) / cfg.eps**2),
+            "queries_to_eps_clt": float(np.mean(t[late] * err[late] ** 2) / cfg.eps**2
+                                        * queries[-1] / cfg.rounds),
             "truncation_error": float(model.price_error(inst.truncated.q(a), q_star, a)),
         })
         game = jax.tree.map(lambda x: x[b], games)  # padded: one compile per shape
@@ -209,10 +211,10 @@ def exact_n(cfg, graphs: dict, family: str, n: int) -> list[dict]:
 # ----------------------------------------------------------------------------- incentives
 
 
-def _best_misreport(cfg):
+def _best_misreport(cfg, rounds: int):
     """``(σ_i, C_i, Ŵ¹, Ŵ², final kernel, a, key, s²) ↦`` max over symmetric A, ``‖A‖_F ≤ radius``,
-    of the relative net gain of reporting ``R(A)`` (projected Adam from A = 0 and
-    ``incentive_starts − 1`` random starts), and the maximising A."""
+    of the relative net gain of reporting ``R(A)`` in a poll of ``rounds`` rounds (projected
+    Adam from A = 0 and ``incentive_starts − 1`` random starts), and the maximising A."""
     opt = optax.adam(0.05)
 
     def project(A):
@@ -221,7 +223,7 @@ def _best_misreport(cfg):
 
     def best(sigma_i, c_i, w1, w2, final, a, key, probe_var):
         def gain(A):
-            return solvers.manipulation_gain(A, sigma_i, c_i, w1, w2, final, cfg.rounds, a,
+            return solvers.manipulation_gain(A, sigma_i, c_i, w1, w2, final, rounds, a,
                                              probe_var)
 
         def climb(A0):
@@ -264,18 +266,20 @@ def _gain_float64(rounds, A, sigma_i, c_i, w1, w2, final, a, probe_var) -> np.nd
                                         f64(a), jnp.float64(probe_var)))
 
 
-def _incentive_rows(cfg, games, truthful, insts, family: str) -> list[dict]:
-    """Per seed, ``incentive_samples`` fresh polls of the truthful run's last round: the best
-    misreport's net gain (plain report and probe-scored report; searched in float32, its gain
-    evaluated in float64) and the gain along R = κ Σ_i."""
+def _incentive_rows(cfg, games, truthful, insts, family: str, rounds: int) -> list[dict]:
+    """Per seed, ``incentive_samples`` fresh polls of the last round of a truthful run of
+    ``rounds`` rounds: the best misreport's net gain (plain report and probe-scored report;
+    searched in float32, its gain evaluated in float64) and the gain along R = κ Σ_i. The
+    sampled agents and walks depend on the seed only, not on ``rounds``."""
     n = insts[0].game.n
     walks = jax.vmap(lambda k, i, g: solvers.walk_tail(k, i, g, cfg.walk_length)[0],
                      in_axes=(0, 0, None))
     rules = {"plain": 0.0, "probe": cfg.probe_var}
-    best = jax.jit(jax.vmap(_best_misreport(cfg), in_axes=(0, 0, 0, 0, None, None, 0, None)))
+    best = jax.jit(jax.vmap(_best_misreport(cfg, rounds),
+                            in_axes=(0, 0, 0, 0, None, None, 0, None)))
     scaled = jax.jit(jax.vmap(jax.vmap(
         lambda A, s, c, w1, w2, final, a, var: solvers.manipulation_gain(
-            A, s, c, w1, w2, final, cfg.rounds, a, var),
+            A, s, c, w1, w2, final, rounds, a, var),
         in_axes=(0, None, None, None, None, None, None, None)),
         in_axes=(None, 0, 0, 0, 0, None, None, None)))
     log_kappa = jnp.stack([jnp.eye(cfg.activities) * np.log(k) for k in KAPPAS])
@@ -295,11 +299,11 @@ def _incentive_rows(cfg, games, truthful, insts, family: str) -> list[dict]:
         out = {}
         for rule, var in rules.items():
             _, found = best(sigma_i, c_i, w1, w2, final, game.a, starts, var)
-            out[rule] = _gain_float64(cfg.rounds, found, sigma_i, c_i, w1, w2, final, game.a, var)
+            out[rule] = _gain_float64(rounds, found, sigma_i, c_i, w1, w2, final, game.a, var)
         curves = {rule: np.asarray(scaled(log_kappa, sigma_i, c_i, w1, w2, final, game.a, var))
                   for rule, var in rules.items()}
         for s in range(count):
-            row = {"family": family, "n": n, "seed": seed, "sample": s,
+            row = {"family": family, "n": n, "seed": seed, "rounds": rounds, "sample": s,
                    "agent": int(agents[s])}
             for rule in rules:
                 row[f"best_gain_{rule}"] = float(out[rule][s])
@@ -309,10 +313,44 @@ def _incentive_rows(cfg, games, truthful, insts, family: str) -> list[dict]:
     return rows
 
 
+def analytic_detection(inst: Instance, adversarial: np.ndarray, attack: float,
+                       alpha: float) -> float:
+    """The FOC test's exact power against adversaries reporting ``R = κ Σ_i``, averaged over
+    the adversarial agents (they are polled uniformly); α for κ = 1.
+
+    With efforts observed as ``x̃ = x_i + σ ξ``, neighbour sums as ``ñ = n_i + σ √d_i ξ'``, the
+    residual ``r = R x̃ − a − δ ñ`` is Gaussian with mean ``(κ − 1) Σ_i x_i`` (the truthful
+    first-order condition ``Σ_i x_i = a + δ n_i`` holds at the status quo) and covariance
+    ``V = σ² (R Rᵀ + δ² d_i I)``, the one the test standardises by; so ``rᵀ V⁻¹ r`` is
+    non-central χ² with m degrees of freedom and ``λ_i = μᵀ V⁻¹ μ``, and the power is
+    ``P(χ²_m(λ_i) > χ²_{m, 1−α})``."""
+    from scipy import stats
+
+    if attack == 1.0:
+        return alpha
+    tech = np.asarray(inst.sigma, np.float64)
+    m = tech.shape[1]
+    x = np.einsum("nij,j->ni", np.asarray(inst.centrality, np.float64),
+                  np.asarray(inst.game.a, np.float64))
+    sigma = float(inst.checks.noise)
+    degree = np.asarray(inst.adj.sum(axis=1)).ravel()
+    threshold = solvers.chi2_threshold(m, alpha)
+    powers = []
+    for i in np.nonzero(adversarial)[0]:
+        report = attack * tech[i]
+        mu = (attack - 1.0) * tech[i] @ x[i]
+        cov = sigma**2 * (report @ report.T + inst.delta**2 * degree[i] * np.eye(m))
+        lam = float(mu @ np.linalg.solve(cov, mu))
+        powers.append(stats.ncx2.sf(threshold, m, lam))
+    return float(np.mean(powers)) if powers else np.nan
+
+
 def adversary_job(cfg, graphs: dict, family: str, n: int) -> tuple[list[dict], list[dict]]:
-    """Incentive rows (see :func:`_incentive_rows`) and detection rows (per attack strength
-    κ, adversaries reporting ``R = κ Σ_i``: detection and false-positive rates of the FOC test,
-    final price error with and without dropping flagged reports; κ = 1 is the truthful run)."""
+    """Incentive rows (see :func:`_incentive_rows`, one set per horizon in
+    ``incentive_horizons``, each from its own truthful run) and detection rows (per attack
+    strength κ, adversaries reporting ``R = κ Σ_i``: detection and false-positive rates of the
+    FOC test and its analytic power, final price error with and without dropping flagged
+    reports; κ = 1 is the truthful run)."""
     insts = instances(cfg, graphs_at(graphs, n), cfg.heterogeneity)
     games, exact, checks = _batch(insts)
     nodes = games.degree.shape[-1]
@@ -335,11 +373,19 @@ def adversary_job(cfg, graphs: dict, family: str, n: int) -> tuple[list[dict], l
                 "family": family, "n": n, "seed": seed, "attack": attack,
                 "adversarial_rounds": int(adv.sum()),
                 "detection_rate": float(flag[adv].mean()) if adv.any() else np.nan,
+                "analytic_detection_rate": analytic_detection(
+                    insts[b], np.asarray(masks[b])[:n], attack, cfg.alpha),
                 "false_positive_rate": float(flag[~adv].mean()),
                 "price_error_undefended": float(traces[False].error[b, -1]),
                 "price_error_defended": float(traces[True].error[b, -1]),
             })
-    return _incentive_rows(cfg, games, truthful, insts, family), detection
+    honest = jnp.zeros_like(masks)
+    incentives = []
+    for rounds in cfg.incentive_horizons:
+        final = truthful if rounds == cfg.rounds else _poll_batched(rounds, cfg.walk_length)(
+            keys, games, exact, checks, honest, 1.0, False)
+        incentives += _incentive_rows(cfg, games, final, insts, family, rounds)
+    return incentives, detection
 
 
 def read_rows(paths) -> list[dict]:
