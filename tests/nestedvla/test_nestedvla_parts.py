@@ -263,3 +263,4 @@ def test_budgets_name_what_nestedvla_adds():
     assert b["nestedvla"]["data_seen"] > b["merging"]["data_seen"] == b["finetune"]["data_seen"]
     assert b["merging"]["env_steps"] > 0 == b["nestedvla"]["env_steps"]
     assert set(claims.BUDGET_NOTE) >= set(b["nestedvla"])
+    assert b["nestedvla"]["parameters"] > 0 and b["finetune"]["parameters"] > 0

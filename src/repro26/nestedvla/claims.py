@@ -85,7 +85,7 @@ def budgets(cfg) -> dict[str, dict[str, float]]:
     shapes = train._shapes(base)
     hyper = eqx.filter_eval_shape(train.init_nested, cfg, cfg.seeds[:1], shapes)
     hyper_params = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(
-        eqx.filter((hyper.outer, hyper.codes, hyper.a0), eqx.is_array)))
+        (hyper.outer, hyper.codes, hyper.a0)) if isinstance(x, jax.ShapeDtypeStruct))
     lora = sum(cfg.rank * (o + i) for o, i in shapes)
     adapters = {"optimiser_steps": n * cfg.adapter_steps,
                 "data_seen": n * cfg.adapter_steps * 4 * cfg.per_task,
