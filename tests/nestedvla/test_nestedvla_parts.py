@@ -225,6 +225,12 @@ def test_beats_merging_held_not_held_inconclusive():
     assert "does not beat the frozen base" in weak.inconclusive_reason
     noisy = claims.beats_merging_claim(_table(_rows(nestedvla=0.55 + 5 * NOISE[::-1])))
     assert noisy.verdict == "inconclusive"
+    assert noisy.min_detectable_effect > 0 and noisy.effect == 0.41
+    # the ideal row (per-task fine-tuning) passes, the trivial row (frozen base) does not
+    assert held.ideal_passes is True and held.trivial_passes is False
+    # where not even per-task fine-tuning beats the mergers, the task cannot show the claim
+    cannot = claims.beats_merging_claim(_table(_rows(finetune=0.5, nestedvla=0.6)))
+    assert cannot.verdict == "inconclusive" and cannot.ideal_passes is False
 
 
 def test_near_finetune_held_not_held_inconclusive():
@@ -236,5 +242,25 @@ def test_near_finetune_held_not_held_inconclusive():
     # a suite where fine-tuning does not beat the base does not count
     no_gain = _rows(nestedvla=0.5, finetune=0.5, base=0.5)
     assert claims.near_finetune_claim(_table(no_gain), 0.05).verdict == "inconclusive"
-    wide = _rows(nestedvla=0.92 + 4 * NOISE)
-    assert claims.near_finetune_claim(_table(wide), 0.05).verdict == "inconclusive"
+    wide = claims.near_finetune_claim(_table(_rows(nestedvla=0.92 + 4 * NOISE)), 0.05)
+    assert wide.verdict == "inconclusive" and 0 < wide.min_detectable_effect < 1
+    assert wide.effect == 0.05
+    held = claims.near_finetune_claim(_table(_rows()), 0.1)
+    assert held.ideal_passes is True and held.trivial_passes is False
+    # one point of a 1 pp margin: exact ties with fine-tuning hold, a 2 pp gap does not
+    tie = _rows(nestedvla=_rows()["finetune"])
+    assert claims.near_finetune_claim(_table(tie), 0.01).verdict == "held"
+    gap = _rows(nestedvla=_rows()["finetune"] - 0.02)
+    assert claims.near_finetune_claim(_table(gap), 0.01).verdict == "not held"
+
+
+def test_budgets_name_what_nestedvla_adds():
+    _, cfg, _ = resolve_run_config(cli, "nestedvla", ROOT / "config" / "config.yaml", "smoke")
+    b = claims.budgets(cfg)
+    n = 3 * cfg.n_tasks
+    assert b["finetune"]["optimiser_steps"] == n * cfg.adapter_steps
+    assert b["nestedvla"]["optimiser_steps"] == n * cfg.adapter_steps + cfg.nested_steps
+    assert b["nestedvla"]["data_seen"] > b["merging"]["data_seen"] == b["finetune"]["data_seen"]
+    assert b["merging"]["env_steps"] > 0 == b["nestedvla"]["env_steps"]
+    assert set(claims.BUDGET_NOTE) >= set(b["nestedvla"])
+    assert b["nestedvla"]["parameters"] > 0 and b["finetune"]["parameters"] > 0

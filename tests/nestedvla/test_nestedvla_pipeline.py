@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from repro26.core import tables
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, resolve_run_config, run_stage
 from repro26.core.config import UsageError
 from repro26.nestedvla import cli
@@ -42,6 +43,9 @@ def test_smoke_end_to_end(tmp_path):
     generated = tables.read(inputs[2])
     assert len(generated["seed"]) == len(cfg.seeds) * 3 * (cfg.n_tasks + cfg.n_heldout)
     assert (generated["delta_norm_ratio"] >= 0).all()
+    train_rows = generated["split"] == "train"
+    assert (generated["reconstruction_error"][train_rows] >= 0).all()
+    assert (generated["same_shape_gap"] > 0).all()  # same-shape layers differ
     for fig in ("success_by_suite", "heldout_success", "generated_adapters"):
         run("figure", tmp_path / "figures" / f"{fig}.png", inputs, name=fig)
         assert (tmp_path / "figures" / f"{fig}.pdf").is_file()
@@ -50,6 +54,9 @@ def test_smoke_end_to_end(tmp_path):
     ids = [c["id"] for c in out["claims"]]
     assert ids == ["beats_strongest_merging", "near_finetune_one_suite"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in out["claims"])
+    assert validate_claims_file(tmp_path / "claims.json") == []
+    assert all(c["ideal"] is not None and c["trivial"] is not None and c["budget"]
+               for c in out["claims"])
     assert not list(tmp_path.rglob("*.ckpt*"))
 
 

@@ -38,7 +38,7 @@ class Config:
     lr: float
     chunk_size: int
     mrr_negatives: int
-    timing_repeats: int
+    timing_rounds: int  # interleaved CPU-time rounds (repro26.core.timing), at least 3
     # dsbm generator
     n_communities: int
     affinity: float  # odds of a same-community partner vs another community
@@ -71,6 +71,8 @@ def check(cfg: Config) -> None:
         raise ConfigError("nagnn.bipartite_users: must lie strictly between 0 and n_nodes")
     if cfg.frac_repeat + cfg.frac_triadic > 1 or min(cfg.frac_repeat, cfg.frac_triadic) < 0:
         raise ConfigError("nagnn.frac_repeat + frac_triadic: non-negative, at most 1")
+    if cfg.timing_rounds < 3:
+        raise ConfigError(f"nagnn.timing_rounds: at least 3 (a spread), got {cfg.timing_rounds}")
     if cfg.lsh_bits < 1 or cfg.lsh_tables < 1:
         raise ConfigError("nagnn.lsh_bits, lsh_tables: at least 1")
 
@@ -170,7 +172,8 @@ def train_stage(run: Run) -> None:
 @stage({"model": str, "dataset": str})
 def evaluate_stage(run: Run) -> None:
     """AP, AUROC (random/historical/inductive negatives) and MRR on the test snapshots of one
-    learned model, or of every heuristic (``model=heuristics``)."""
+    learned model, or of every heuristic (``model=heuristics``); NAGNN's rows also carry its
+    reservoir slot occupancy (:func:`repro26.nagnn.evaluate.occupancy`)."""
     from repro26.nagnn import evaluate, train
     from repro26.nagnn.model import HEURISTICS, LEARNED
 
@@ -187,13 +190,16 @@ def evaluate_stage(run: Run) -> None:
         if model in LEARNED:
             stacked = train.load_models(run.input(f"{model}.eqx"), cfg, model, *stream.x.shape[1:])
         scores = evaluate.scores_for(model, stacked, stream, q_src, q_dst)
-        rows += evaluate.metric_rows(ds, model, cfg.seeds, scores, neg, cfg.n_train_snapshots)
+        extra = evaluate.occupancy(stacked, stream) if model == "nagnn" else None
+        rows += evaluate.metric_rows(ds, model, cfg.seeds, scores, neg, cfg.n_train_snapshots,
+                                     extra)
     io.write_table(run.out, rows, run.meta())
 
 
 @stage({"dataset": str})
 def speed_stage(run: Run) -> None:
-    """Training/inference throughput and peak memory of every learned model (one process)."""
+    """Training/inference CPU time (interleaved rounds, one process) and peak memory of every
+    learned model."""
     from repro26.nagnn import evaluate
 
     ds = _dataset(run)

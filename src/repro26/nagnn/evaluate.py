@@ -9,15 +9,13 @@ Ranking metrics over the test snapshots (``t >= n_train_snapshots``), per seed:
   rank = 1 + #(s_neg > s_pos) + #(s_neg = s_pos) / 2.
 
 Negatives (``data.negatives``): random, historical and inductive; MRR uses the K random
-destinations. Timing (``speed_rows``): one seed at a time, compile excluded, median of
-``timing_repeats`` runs, in events per second: a training step (an epoch over the training
-snapshots, forward and backward) and an inference pass (the whole stream, scoring each event
+destinations. Timing (``speed_rows``): per-process CPU time in interleaved rounds with a control
+(:mod:`repro26.core.timing`), compile excluded, of a training step (an epoch over the training
+snapshots, forward and backward) and of an inference pass (the whole stream, scoring each event
 and one negative); peak memory is XLA's buffer size for the compiled training step.
 """
 
 from __future__ import annotations
-
-import time
 
 import equinox as eqx
 import jax
@@ -90,9 +88,27 @@ def scores_for(name: str, stacked_models, stream: Stream, q_src, q_dst) -> np.nd
     return np.asarray(fn(stacked_models, stream, q_src, q_dst))
 
 
+def occupancy(stacked_models, stream: Stream) -> list[dict]:
+    """Per seed, over the nodes with at least ``S`` distinct neighbours after the whole stream:
+    the mean fraction of reservoir slots used (``slots_used``) and what a uniform hash would
+    use on average, ``1 - (1 - 1/S)^k`` (``slots_used_uniform``)."""
+    used, k = eqx.filter_jit(eqx.filter_vmap(models.slot_occupancy))(stacked_models, stream)
+    S = 2 ** stacked_models.planes.shape[2]
+    used, k = np.asarray(used), np.asarray(k)
+    out = []
+    for u, d in zip(used, k):
+        busy = d >= S
+        out.append({"slots_used": float(u[busy].mean()) if busy.any() else float("nan"),
+                    "slots_used_uniform": float(np.mean(1 - (1 - 1 / S) ** d[busy]))
+                    if busy.any() else float("nan")})
+    return out
+
+
 def metric_rows(dataset: str, name: str, seeds, scores: np.ndarray, neg: dict,
-                n_train: int) -> list[dict]:
-    """One row per seed and negative kind: AP, AUROC (and MRR on the random rows)."""
+                n_train: int, extra: list[dict] | None = None) -> list[dict]:
+    """One row per seed and negative kind: AP, AUROC (and MRR on the random rows); ``extra``:
+    more columns per seed (reservoir occupancy of NAGNN; NaN for the other models)."""
+    extra = extra or [{"slots_used": float("nan"), "slots_used_uniform": float("nan")}] * len(seeds)
     rows = []
     for i, seed in enumerate(seeds):
         s = scores[i, n_train:]
@@ -105,64 +121,71 @@ def metric_rows(dataset: str, name: str, seeds, scores: np.ndarray, neg: dict,
                          "ap": average_precision(pos, negs), "auroc": auroc(pos, negs),
                          "mrr": mrr(pos, s[..., 4:].reshape(len(pos), -1)) if kind == "random"
                          else float("nan"),
-                         "negatives_from_pool": from_pool})
+                         "negatives_from_pool": from_pool, **extra[i]})
     return rows
 
 
 # ----------------------------------------------------------------------------- timing
 
 
-def _median_time(fn, args, repeats: int) -> float:
-    jax.block_until_ready(fn(*args))  # compile and warm up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def speed_rows(cfg, dataset: str, stream: Stream, dst_pool) -> list[dict]:
-    """Training and inference throughput and peak memory of every learned model, one seed at
-    a time in this one process (like with like)."""
+    """CPU time of a training step and of an inference pass of every learned model, measured
+    in one process by :func:`repro26.core.timing.interleaved_cpu_times` (``timing_rounds``
+    interleaved rounds, a control ratio for the noise floor), each against NAGNN's program of
+    the same kind; seed 0's stream and initialisation (every seed has the same shapes).
+
+    Returns one row per (model, kind): CPU seconds per call (median and quartiles over rounds),
+    events per CPU second, the ratio to NAGNN (median and noise-widened interval), the noise
+    floor, rounds and control ratio of that measurement (what the claims read)."""
+    from repro26.core.timing import interleaved_cpu_times
     from repro26.nagnn import train as training
     from repro26.nagnn.losses import link_loss
 
     n_nodes, feature_dim = stream.x.shape[1:]
     T, E = stream.src.shape[1:]
     n_train = cfg.n_train_snapshots
-    rows = []
+    one = Stream(*(a[0] for a in stream))
+    pool = jnp.asarray(dst_pool[0])
+    train = (Stream(*(a[:n_train] for a in one[:3]), one.x), pool)
+    key = jax.random.PRNGKey(cfg.seeds[0])
+    opt = training.optimizer(cfg)
+
+    @eqx.filter_jit
+    def train_step(model, opt_state, data, key):
+        grads = eqx.filter_grad(lambda m: link_loss(m, data, key)[0])(model)
+        updates, opt_state = opt.update(grads, opt_state, eqx.filter(model, eqx.is_inexact_array))
+        return eqx.apply_updates(model, updates), opt_state
+
+    @eqx.filter_jit
+    def infer(model, s, pool, key):
+        return models.stream_scores(model, s, *training_queries(s, pool, key))
+
+    programs: dict[str, dict] = {"train": {}, "infer": {}}
+    memory_mb = {}
     for name in cfg.models:
-        opt = training.optimizer(cfg)
-
-        @eqx.filter_jit
-        def train_step(model, opt_state, data, key):
-            grads = eqx.filter_grad(lambda m: link_loss(m, data, key)[0])(model)
-            updates, opt_state = opt.update(grads, opt_state, eqx.filter(model, eqx.is_inexact_array))
-            return eqx.apply_updates(model, updates), opt_state
-
-        @eqx.filter_jit
-        def infer(model, s, pool, key):
-            return models.stream_scores(model, s, *training_queries(s, pool, key))
-
-        for i, seed in enumerate(cfg.seeds):
-            one = Stream(*(a[i] for a in stream))
-            pool = jnp.asarray(dst_pool[i])
-            train = (Stream(*(a[:n_train] for a in one[:3]), one.x), pool)
-            model = models.build(name, n_nodes, feature_dim, cfg.hidden, cfg.lsh_tables,
-                                 cfg.lsh_bits, training.model_key(seed, name))
-            opt_state = opt.init(eqx.filter(model, eqx.is_inexact_array))
-            key = jax.random.PRNGKey(seed)
-            t_train = _median_time(train_step, (model, opt_state, train, key), cfg.timing_repeats)
-            t_infer = _median_time(infer, (model, one, pool, key), cfg.timing_repeats)
-            if i == 0:  # same shapes for every seed: one extra lowering per model
-                compiled = train_step.lower(model, opt_state, train, key).compile().compiled
-                memory = compiled.memory_analysis()
-                peak = (memory.temp_size_in_bytes + memory.argument_size_in_bytes
-                        + memory.output_size_in_bytes) if memory is not None else float("nan")
-            rows.append({"dataset": dataset, "model": name, "seed": seed,
-                         "train_step_s": t_train, "infer_s": t_infer,
-                         "train_events_per_s": n_train * E / t_train,
-                         "infer_events_per_s": T * E / t_infer,
-                         "peak_memory_mb": peak / 2**20})
+        model = models.build(name, n_nodes, feature_dim, cfg.hidden, cfg.lsh_tables,
+                             cfg.lsh_bits, training.model_key(cfg.seeds[0], name))
+        opt_state = opt.init(eqx.filter(model, eqx.is_inexact_array))
+        programs["train"][name] = (lambda m=model, o=opt_state: train_step(m, o, train, key))
+        programs["infer"][name] = (lambda m=model: infer(m, one, pool, key))
+        memory = train_step.lower(model, opt_state, train, key).compile().compiled.memory_analysis()
+        memory_mb[name] = ((memory.temp_size_in_bytes + memory.argument_size_in_bytes
+                            + memory.output_size_in_bytes) / 2**20 if memory is not None
+                           else float("nan"))
+    events = {"train": n_train * E, "infer": T * E}
+    rows = []
+    for kind, progs in programs.items():
+        t = interleaved_cpu_times(progs, baseline="nagnn", rounds=cfg.timing_rounds)
+        for name in cfg.models:
+            sec = np.asarray(t["seconds"][name])
+            q25, med, q75 = np.quantile(sec, [0.25, 0.5, 0.75])
+            ratio = t["ratio"].get(name, {"median": 1.0, "interval": [1.0, 1.0]})
+            rows.append({"dataset": dataset, "model": name, "kind": kind, "cpu_s": float(med),
+                         "cpu_s_q25": float(q25), "cpu_s_q75": float(q75),
+                         "events_per_cpu_s": events[kind] / float(med),
+                         "ratio_to_nagnn": ratio["median"],
+                         "ratio_lo": ratio["interval"][0], "ratio_hi": ratio["interval"][1],
+                         "noise_floor": t["noise_floor"], "rounds": t["rounds"],
+                         "control_ratio": t["ratio"]["control"]["median"],
+                         "peak_memory_mb": memory_mb[name]})
     return rows

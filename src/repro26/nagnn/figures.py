@@ -73,27 +73,29 @@ def auroc_mrr(run):
 
 @figure("tables/metrics.csv", "tables/speed.csv")
 def speed_vs_accuracy(run):
-    """AP (random negatives) against throughput in events per second, log scale, for training
-    (left: one epoch over the training snapshots, forward and backward) and inference (right:
-    the whole stream, each event and one negative scored); mean and 95% CI over seeds, timed one
-    seed at a time in one process with compile excluded (shared 2-core CPU)."""
+    """AP (random negatives; mean and 95% CI over seeds) against throughput in events per CPU
+    second, log scale, for training (left: one epoch over the training snapshots, forward and
+    backward) and inference (right: the whole stream, each event and one negative scored).
+    Throughput is per-process CPU time, median and interquartile range over interleaved rounds
+    in one job (repro26.core.timing), compile excluded."""
     metrics = tables.read(run.input("metrics.csv"))
     speed = tables.read(run.input("speed.csv"))
     datasets = tables.unique(speed, "dataset")
     fig, axes = plotting.subplots(len(datasets), 2, width=3.6, height=2.9)
     for r, ds in enumerate(datasets):
-        for c, (col, what) in enumerate((("train_events_per_s", "training"),
-                                         ("infer_events_per_s", "inference"))):
+        for c, (kind, what) in enumerate((("train", "training"), ("infer", "inference"))):
             ax = axes[r, c]
             for m in _models(speed, dataset=ds):
                 ap = 100 * tables.per_seed(metrics, "ap", dataset=ds, model=m, negatives="random")
-                rate = tables.per_seed(speed, col, dataset=ds, model=m)
-                (ap_m, ap_h), (lr_m, lr_h) = mean_ci(ap), mean_ci(np.log10(rate))
-                ax.errorbar(10 ** lr_m, ap_m, yerr=ap_h,
-                            xerr=[[10 ** lr_m - 10 ** (lr_m - lr_h)], [10 ** (lr_m + lr_h) - 10 ** lr_m]],
-                            fmt="o", color=COLORS[m], label=LABELS[m])
+                row = tables.select(speed, dataset=ds, model=m, kind=kind)
+                rate = float(row["events_per_cpu_s"][0])
+                events = rate * float(row["cpu_s"][0])
+                lo, hi = events / float(row["cpu_s_q75"][0]), events / float(row["cpu_s_q25"][0])
+                ap_m, ap_h = mean_ci(ap)
+                ax.errorbar(rate, ap_m, yerr=ap_h, xerr=[[rate - lo], [hi - rate]], fmt="o",
+                            color=COLORS[m], label=LABELS[m])
             ax.set_xscale("log")
-            ax.set_xlabel(f"{what} throughput (events/s)")
+            ax.set_xlabel(f"{what} throughput (events / CPU s)")
             ax.set_ylabel("AP (points)")
             ax.set_title(f"{ds}: {what}", fontsize=8)
             if r == 0 and c == 0:

@@ -9,9 +9,12 @@ Every model reads a stream (``data.Stream``: T snapshots of E events) and query 
   snapshot ``t`` (they process the stream edge by edge in one ``lax.scan``).
 
 **LSH topology distiller** (NAGNN). Each neighbour ``w`` is hashed by ``L`` SimHash tables,
-``slot_l(w) = sum_i 2^i [<r_li, x_w> > 0]`` (``b`` random hyperplanes ``r_li``, ``S = 2^b``
-slots), so neighbours with similar features share a slot (collision probability
-``(1 - theta/pi)^b``). Node ``u`` keeps in slot ``(l, s)`` the neighbour with the smallest
+``slot_l(w) = sum_i 2^i [<r_li, c_w> > 0]`` (``b`` random hyperplanes ``r_li``, ``S = 2^b``
+slots; collision probability ``(1 - theta/pi)^b`` for codes at angle theta). The hashed code
+``c_w`` is a fixed random Gaussian vector per node, so a node's neighbours spread over its slots
+(``E[slots used] = S (1 - (1 - 1/S)^k)`` for ``k`` distinct neighbours): hashing the node
+features instead put the neighbours of a node, mostly of one community with similar features,
+into 4-5 of 16 slots (issue 51; ``slot_occupancy`` reports it). Node ``u`` keeps in slot ``(l, s)`` the neighbour with the smallest
 priority ``pi_l(w) ~ U(0, 1)`` among all its neighbours hashed there: a bottom-1 reservoir,
 i.e. a uniform sample of the slot's distinct neighbours, updated for all nodes and all events
 of a snapshot at once by one scatter-min. Because priorities are shared across nodes, slot
@@ -169,11 +172,12 @@ class NAGNN(eqx.Module):
     dec: Decoder
     planes: Float[Array, "L b F"]
     priority: Float[Array, "L N"]
+    node_codes: Float[Array, "N F"]
     use_reservoir: bool = eqx.field(static=True)
 
     def __init__(self, n_nodes: int, feature_dim: int, hidden: int, n_tables: int, n_bits: int,
                  use_reservoir: bool, key):
-        k = jax.random.split(key, 6)
+        k = jax.random.split(key, 7)
         D = feature_dim + hidden
         n_in = 2 * D + 2 + (9 * D if use_reservoir else 0)
         self.inp = eqx.nn.Linear(n_in, hidden, key=k[0])
@@ -182,6 +186,7 @@ class NAGNN(eqx.Module):
         self.dec = Decoder(hidden, 7 if use_reservoir else 0, k[3])
         self.planes = jax.random.normal(k[4], (n_tables, n_bits, feature_dim))
         self.priority = jax.random.uniform(k[5], (n_tables, n_nodes))
+        self.node_codes = jax.random.normal(k[6], (n_nodes, feature_dim))
         self.use_reservoir = use_reservoir
 
     def init_state(self, n_nodes: int) -> SnapshotState:
@@ -190,7 +195,10 @@ class NAGNN(eqx.Module):
                              empty_reservoir(n_nodes, L, 2 ** b))
 
     def codes(self, x):
-        return simhash(x, jax.lax.stop_gradient(self.planes))
+        """Slot of every node in every table, ``L x N`` (SimHash of its fixed random code;
+        ``x`` only fixes the shapes)."""
+        del x
+        return simhash(jax.lax.stop_gradient(self.node_codes), jax.lax.stop_gradient(self.planes))
 
     def update(self, state: SnapshotState, x, src, dst) -> SnapshotState:
         """Fold one snapshot's events into every node at once."""
@@ -216,6 +224,24 @@ class NAGNN(eqx.Module):
         pair = (joint_features(state.res, self.codes(x), u, v) if self.use_reservoir
                 else jnp.zeros((u.shape[0], 0)))
         return self.dec(e[u], e[v], state.res.degree[u], state.res.degree[v], pair)
+
+
+def slot_occupancy(model: NAGNN, stream: Stream) -> tuple[Float[Array, " N"], Float[Array, " N"]]:
+    """After the whole stream: per node, the fraction of its ``L S`` reservoir slots holding a
+    neighbour, and the number of its distinct neighbours (exact, for the comparison with
+    ``S (1 - (1 - 1/S)^k)``)."""
+    N = stream.x.shape[0]
+
+    def step(carry, inputs):
+        state, seen = carry
+        src, dst = inputs
+        seen = seen.at[src, dst].set(True).at[dst, src].set(True)
+        return (model.update(state, stream.x, src, dst), seen), None
+
+    (state, seen), _ = jax.lax.scan(step, (model.init_state(N), jnp.zeros((N, N), bool)),
+                                    (stream.src, stream.dst))
+    used = (state.res.member >= 0).mean((1, 2))
+    return used, seen.sum(1).astype(jnp.float32)
 
 
 def snapshot_scores(model: NAGNN, stream: Stream, q_src, q_dst) -> Float[Array, "T E M"]:

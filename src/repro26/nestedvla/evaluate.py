@@ -26,6 +26,7 @@ import numpy as np
 from repro26.core.stats import summary
 from repro26.nestedvla import merging, suites
 from repro26.nestedvla.policy import act
+from repro26.nestedvla.train import reconstruction_error
 
 METHODS = ("base", "nearest", "task_arithmetic", "ties", "dare", "joint", "nestedvla", "finetune")
 MERGERS = merging.METHODS
@@ -87,6 +88,20 @@ def delta_norm(deltas) -> jax.Array:
     return jnp.sqrt(sum(jnp.sum(d.reshape(*d.shape[:2], -1) ** 2, -1) for d in deltas))
 
 
+def same_shape_gap(deltas) -> jax.Array:
+    """min over pairs (l, l') of adapted matrices of the same shape of
+    ||dW_l - dW_l'|| / max(||dW_l||, ||dW_l'||), per leading (seed, task) index: 0 when two
+    same-shape layers get the same generated matrix."""
+    gaps = []
+    for i, di in enumerate(deltas):
+        for dj in deltas[i + 1:]:
+            if di.shape == dj.shape:
+                ni, nj, nd = (jnp.sqrt(jnp.sum(x.reshape(*x.shape[:2], -1) ** 2, -1))
+                              for x in (di, dj, di - dj))
+                gaps.append(nd / jnp.maximum(jnp.maximum(ni, nj), 1e-12))
+    return jnp.min(jnp.stack(gaps), axis=0)
+
+
 def token_distance(emb: np.ndarray, n_train: int) -> np.ndarray:
     """Distance of every token to its nearest other training token, in units of the median of
     that distance over the training tokens (1: as far as training tasks are from each other)."""
@@ -102,7 +117,10 @@ def evaluate_suite(cfg, suite: str, train_tasks, held_tasks, offset: int, bases,
     the suite's first index among all training tasks (the adapters' task axis). Also diagnostic
     rows per task and seed: the token's distance to the training tokens (:func:`token_distance`),
     the generated adapter's norm relative to the mean norm of the trained per-task adapters,
-    and the success of NestedVLA and of the frozen base."""
+    its reconstruction error against the task's own adapter (training tasks,
+    :func:`repro26.nestedvla.train.reconstruction_error`), the smallest gap between its
+    same-shape matrices (:func:`same_shape_gap`), and the success of NestedVLA and of the
+    frozen base."""
     n_train = len(train_tasks)
     both = suites.concat(train_tasks, held_tasks)
     n = len(both)
@@ -140,9 +158,14 @@ def evaluate_suite(cfg, suite: str, train_tasks, held_tasks, offset: int, bases,
     norm = np.asarray(delta_norm(per_task["nestedvla"]))            # (seeds, tasks)
     trained = np.asarray(delta_norm(own)).mean(1, keepdims=True)    # (seeds, 1)
     distance = token_distance(emb, n_train)
+    generated = jax.tree.map(lambda d: d[:, :n_train], per_task["nestedvla"])
+    rec = np.asarray(jax.vmap(jax.vmap(reconstruction_error))(generated, own))  # (seeds, train)
+    gap = np.asarray(same_shape_gap(per_task["nestedvla"]))                   # (seeds, tasks)
     diagnostics = [{"suite": suite, "task": t, "split": "heldout" if t >= n_train else "train",
                     "seed": int(seed), "token_distance": float(distance[t]),
                     "delta_norm_ratio": float(norm[s, t] / trained[s, 0]),
+                    "reconstruction_error": float(rec[s, t]) if t < n_train else float("nan"),
+                    "same_shape_gap": float(gap[s, t]),
                     "nestedvla": float(rates["nestedvla"][s, t]), "base": float(rates["base"][s, t])}
                    for s, seed in enumerate(cfg.seeds) for t in range(n)]
     out = []

@@ -17,9 +17,17 @@ biases and the head stay frozen.
 
 NestedVLA: an outer network f_phi(e) outputs the parameter vector theta(e) of an inner
 hypernetwork g_theta; g_theta(z_l) (z_l a learned code of adapted matrix l) outputs the
-low-rank factors of matrix l: A_l = A0_l + a_l(e), B_l = b_l(e). The outer network's last layer
-starts at zero, so theta = 0, the generated deltas B_l A_l = 0 and the generated policy is the
-base policy.
+low-rank factors of matrix l as a residual from their value at initialisation,
+
+    (a_l(e), b_l(e)) = g_{f_phi(e)}(z_l) - g_{f_phi0(e)}(z0_l),   A_l = A0_l + a_l(e),
+    B_l = b_l(e),
+
+(phi0, z0: a frozen copy of the initial outer network and codes). So at initialisation b_l = 0,
+every generated delta B_l A_l = 0 and the generated policy is the base policy, while the outer
+network's output layer is randomly initialised: theta(e) != 0, and the gradient of the loss
+through B_l reaches the inner network's W1, c1, W2, c2, the codes z_l and every layer of the
+outer network from the first step (a zero output layer would give theta = 0, tanh(W1 z + c1) = 0
+and zero gradient to all of them, and every same-shape layer the same generated matrix c2(e)).
 """
 
 from __future__ import annotations
@@ -160,12 +168,14 @@ def bc_loss(base: BasePolicy, deltas, obs, emb, target, mask) -> jax.Array:
 
 
 class NestedHypernetwork(eqx.Module):
-    """theta(e) = f_phi(e) (outer MLP, zero-initialised output layer); layer l's factors are
-    g_theta(z_l) = W2 tanh(W1 z_l + c1) + c2, sliced into (a_l, b_l)."""
+    """theta(e) = f_phi(e) (outer MLP); layer l's factors are the residual
+    g_theta(z_l) - g_theta0(z0_l) with g_theta(z) = W2 tanh(W1 z + c1) + c2, sliced into
+    (a_l, b_l); ``initial`` (phi0, z0) is the frozen initial copy (no gradient flows into it)."""
 
     outer: eqx.nn.MLP
     codes: jax.Array
     a0: tuple[jax.Array, ...]
+    initial: tuple[eqx.nn.MLP, jax.Array]
     shapes: tuple[tuple[int, int], ...] = eqx.field(static=True)
     rank: int = eqx.field(static=True)
     code_dim: int = eqx.field(static=True)
@@ -176,13 +186,10 @@ class NestedHypernetwork(eqx.Module):
         self.shapes, self.rank = tuple(tuple(s) for s in shapes), rank
         self.code_dim, self.inner_width = code_dim, inner_width
         k_outer, k_codes, k_a0 = jax.random.split(key, 3)
-        outer = eqx.nn.MLP(emb_dim, self.n_inner_params, outer_width, 2, activation=jax.nn.gelu,
-                           key=k_outer)
-        last = outer.layers[-1]
-        last = eqx.tree_at(lambda m: (m.weight, m.bias), last,
-                           (jnp.zeros_like(last.weight), jnp.zeros_like(last.bias)))
-        self.outer = eqx.tree_at(lambda m: m.layers[-1], outer, last)
+        self.outer = eqx.nn.MLP(emb_dim, self.n_inner_params, outer_width, 2,
+                                activation=jax.nn.gelu, key=k_outer)
         self.codes = jax.random.normal(k_codes, (len(shapes), code_dim))
+        self.initial = (self.outer, self.codes)
         keys = jax.random.split(k_a0, len(shapes))
         self.a0 = tuple(jax.random.normal(k, (rank, i)) / jnp.sqrt(i)
                         for k, (o, i) in zip(keys, shapes))
@@ -196,22 +203,28 @@ class NestedHypernetwork(eqx.Module):
         c, w, p = self.code_dim, self.inner_width, self.factor_size
         return c * w + w + w * p + p
 
-    def inner_params(self, emb: jax.Array):
-        """theta(e) unpacked into the inner hypernetwork's (W1, c1, W2, c2)."""
-        theta = self.outer(emb)
+    def inner_params(self, outer: eqx.nn.MLP, emb: jax.Array):
+        """theta(e) = outer(e) unpacked into the inner hypernetwork's (W1, c1, W2, c2)."""
+        theta = outer(emb)
         c, w, p = self.code_dim, self.inner_width, self.factor_size
         sizes = [c * w, w, w * p, p]
         w1, c1, w2, c2 = jnp.split(theta, list(np.cumsum(sizes)[:-1]))
         return w1.reshape(w, c), c1, w2.reshape(p, w), c2
 
+    def factors(self, outer: eqx.nn.MLP, codes: jax.Array, emb: jax.Array) -> jax.Array:
+        """g_theta(z_l) of every adapted matrix l: (layers, factor_size)."""
+        w1, c1, w2, c2 = self.inner_params(outer, emb)
+        return jnp.tanh(codes @ w1.T + c1) @ w2.T + c2
+
     def adapter(self, emb: jax.Array) -> LoRA:
         """The generated low-rank adapter for task token ``emb``."""
-        w1, c1, w2, c2 = self.inner_params(emb)
+        outer0, codes0 = jax.tree.map(lambda x: jax.lax.stop_gradient(x) if eqx.is_array(x) else x,
+                                      self.initial)
+        flat = self.factors(self.outer, self.codes, emb) - self.factors(outer0, codes0, emb)
         a, b = [], []
         for l, (o, i) in enumerate(self.shapes):
-            flat = w2 @ jnp.tanh(w1 @ self.codes[l] + c1) + c2
-            a.append(self.a0[l] + flat[:self.rank * i].reshape(self.rank, i))
-            b.append(flat[self.rank * i:self.rank * (i + o)].reshape(o, self.rank))
+            a.append(self.a0[l] + flat[l, :self.rank * i].reshape(self.rank, i))
+            b.append(flat[l, self.rank * i:self.rank * (i + o)].reshape(o, self.rank))
         return LoRA(tuple(a), tuple(b))
 
     def deltas(self, emb: jax.Array):

@@ -46,6 +46,41 @@ def _tasks_loss(base, deltas_of, obs, acts, emb, mask, key, per_task):
     return jnp.mean(jax.vmap(one)(jnp.arange(obs.shape[0]), obs, acts, emb, mask, keys))
 
 
+def base_loss(base: BasePolicy, data, key, per_task: int):
+    """Pretraining loss of the base policy: mean over tasks of the BC loss, no adapter;
+    ``data = (obs, acts, emb, mask)`` of all pretraining tasks."""
+    o, a, e, m = data
+    return _tasks_loss(base, lambda t, e: None, o, a, e, m, key, per_task), {}
+
+
+def adapter_loss(adapter: LoRA, data, key, samples: int):
+    """One task's adapter on the frozen base: the BC loss of ``samples`` draws of that task;
+    ``data = (base, obs, acts, emb, mask)`` of the task."""
+    base, o, a, e, m = data
+    o, a = _sample(key, o, a, samples)
+    return bc_loss(base, adapter.deltas(), o, e, a, m), {}
+
+
+def joint_loss(adapter: LoRA, data, key, per_task: int):
+    """Multi-task joint training: one adapter, mean over tasks of the BC loss;
+    ``data = (base, obs, acts, emb, mask)`` of all training tasks."""
+    base, o, a, e, m = data
+    deltas = adapter.deltas()
+    return _tasks_loss(base, lambda t, e: deltas, o, a, e, m, key, per_task), {}
+
+
+def nested_loss(hyper: NestedHypernetwork, data, key, per_task: int, weight: float):
+    """NestedVLA's loss: mean over tasks of the BC loss of the generated adapter plus ``weight``
+    times the mean relative reconstruction error of the generated deltas against the per-task
+    adapters' (:func:`reconstruction_error`); ``data = (base, targets, obs, acts, emb, mask)``."""
+    base, targets, o, a, e, m = data
+    generated = jax.vmap(hyper.deltas)(e)
+    rec = jnp.mean(jax.vmap(reconstruction_error)(generated, targets))
+    bc = _tasks_loss(base, lambda t, e: jax.tree.map(lambda g: g[t], generated),
+                     o, a, e, m, key, per_task)
+    return bc + weight * rec, {"bc": bc, "reconstruction": rec}
+
+
 def _fit(step, state, data, seeds, *, steps, chunk_size, checkpoint, desc, progress, extra_axes=0):
     """Run the seed-vmapped ``step`` (state stacked on seeds [and tasks])."""
     state, history = core_train.run_loop(
@@ -76,12 +111,8 @@ def train_base(cfg, seeds, obs, acts, emb, mask, checkpoint: Path | None, progre
     """Pretrain the base policy by BC on the pretraining tasks of every suite, per seed
     (``layout``: the tokens of the suite's observation and instruction)."""
     opt = optimizer(cfg.base_lr, cfg.base_steps)
-
-    def loss_fn(base, data, key):
-        o, a, e, m = data
-        return _tasks_loss(base, lambda t, e: None, o, a, e, m, key, cfg.per_task), {}
-
-    step = _seed_step(core_train.optax_step(loss_fn, opt), None)
+    step = _seed_step(core_train.optax_step(lambda m, d, k: base_loss(m, d, k, cfg.per_task), opt),
+                      None)
     state = eqx.filter_vmap(lambda m: core_train.init_train_state(m, opt))(
         init_bases(cfg, seeds, layout, acts.shape[-1]))
     data = tuple(jnp.asarray(x) for x in (obs, acts, emb, mask))
@@ -102,13 +133,7 @@ def train_adapters(cfg, seeds, bases, obs, acts, emb, mask, checkpoint, progress
     vmapped over tasks and seeds."""
     opt = optimizer(cfg.adapter_lr, cfg.adapter_steps)
     n_tasks = obs.shape[0]
-
-    def loss_fn(adapter, data, key):
-        base, o, a, e, m = data
-        o, a = _sample(key, o, a, cfg.per_task * 4)
-        return bc_loss(base, adapter.deltas(), o, e, a, m), {}
-
-    single = core_train.optax_step(loss_fn, opt)
+    single = core_train.optax_step(lambda m, d, k: adapter_loss(m, d, k, cfg.per_task * 4), opt)
 
     def per_seed(state, data, key):
         base, o, a, e, m = data
@@ -138,13 +163,7 @@ def train_joint(cfg, seeds, bases, obs, acts, emb, mask, checkpoint, progress):
     """Multi-task joint training: one LoRA adapter on all training tasks (BC), same steps,
     learning rate and samples per step as the nested hypernetwork."""
     opt = optimizer(cfg.adapter_lr, cfg.nested_steps)
-
-    def loss_fn(adapter, data, key):
-        base, o, a, e, m = data
-        deltas = adapter.deltas()
-        return _tasks_loss(base, lambda t, e: deltas, o, a, e, m, key, cfg.per_task), {}
-
-    step = _seed_step(core_train.optax_step(loss_fn, opt),
+    step = _seed_step(core_train.optax_step(lambda m, d, k: joint_loss(m, d, k, cfg.per_task), opt),
                       (eqx.if_array(0), None, None, None, None))
     state = eqx.filter_vmap(lambda m: core_train.init_train_state(m, opt))(
         init_joint(cfg, seeds, _shapes(bases)))
@@ -173,12 +192,7 @@ def train_nested(cfg, seeds, bases, adapters, obs, acts, emb, mask, checkpoint, 
     opt = optimizer(cfg.adapter_lr, cfg.nested_steps)
 
     def loss_fn(hyper, data, key):
-        base, targets, o, a, e, m = data
-        generated = jax.vmap(hyper.deltas)(e)
-        rec = jnp.mean(jax.vmap(reconstruction_error)(generated, targets))
-        bc = _tasks_loss(base, lambda t, e: jax.tree.map(lambda g: g[t], generated),
-                         o, a, e, m, key, cfg.per_task)
-        return bc + cfg.reconstruction_weight * rec, {"bc": bc, "reconstruction": rec}
+        return nested_loss(hyper, data, key, cfg.per_task, cfg.reconstruction_weight)
 
     targets = eqx.filter_vmap(eqx.filter_vmap(lambda ad: ad.deltas()))(adapters)
     step = _seed_step(core_train.optax_step(loss_fn, opt),
