@@ -9,7 +9,7 @@ from repro26.rat_ncap.claims import ablation_claim, interface_claim, locomotion_
 
 SEEDS, SPEEDS = (0, 1, 2), (0.1, 0.2, 0.3)
 CFG = SimpleNamespace(main_variant="ncap-torque-refined", mlp_variant="mlp-torque-refined", generations=10,
-                      pop_size=16, mlp_pop_size=64, train_speeds=SPEEDS,
+                      pop_size=16, train_speeds=SPEEDS,
                       variants=("ncap-torque-refined", "ncap-muscle-refined", "ncap-ep-refined",
                                 "mlp-torque-refined"))
 
