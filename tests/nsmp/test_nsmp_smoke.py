@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from repro26.core import io
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, resolve_run_config, run_stage
 from repro26.core.config import UsageError
 from repro26.nsmp import cli
@@ -54,6 +55,7 @@ def test_all_stages_end_to_end(tmp_path):
     quad = claims["claims"][0]["measured"]
     assert quad["nsmp_rel_err_after_2_passes_max"] < 1e-10 and quad["messages_equal_2(n-1)"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
+    assert validate_claims_file(tmp_path / "claims.json") == []
     assert all((tmp_path / f).stat().st_size > 0 for f in ("error_vs_rounds.pdf", "messages.png"))
     assert (tmp_path / "messages.rst").read_text().startswith("Ridge regression")
 

@@ -164,3 +164,23 @@ def test_diag_cma_matches_evosax_sep_cma_es():
     np.testing.assert_allclose(new.mean, new_ref.mean, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(new.sigma, new_ref.std, rtol=1e-4)
     np.testing.assert_allclose(new.c, new_ref.C, rtol=1e-4)
+
+
+def test_refined_es_restart_keeps_decay_toward_the_initial_circuit():
+    """After a restart from the elite (no candidate beats it for ``patience`` generations), the decay
+    anchor is still the initial mean m_0 = 2, not the elite: with a decay far stronger than the
+    search gradient the next step moves the mean from the elite (0) up toward 2 by lr."""
+    import equinox as eqx
+
+    es = RefinedES(pop_size=4, lr=0.01, weight_decay=1e6, patience=2)
+    state = es.init(jnp.full(5, 2.0))
+    state = eqx.tree_at(lambda s: (s.elite, s.elite_fitness, s.stall), state,
+                        (jnp.zeros(5), jnp.asarray(10.0), jnp.asarray(1, jnp.int32)))
+    x = es.ask(state, jax.random.PRNGKey(0))
+    restarted = es.tell(state, x, jnp.zeros(4))
+    assert int(restarted.restarts) == 1
+    np.testing.assert_array_equal(restarted.mean, jnp.zeros(5))
+    np.testing.assert_array_equal(restarted.inner.init_mean, jnp.full(5, 2.0))
+    x = es.ask(restarted, jax.random.PRNGKey(1))
+    moved = es.tell(restarted, x, jnp.zeros(4))
+    np.testing.assert_allclose(moved.mean, 0.01, rtol=1e-3)

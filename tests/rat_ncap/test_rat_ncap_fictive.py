@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from repro26.core import tables
-from repro26.rat_ncap.evaluate import alternating, coordination, fictive_rows
+from repro26.rat_ncap.evaluate import alternating, coordination, fictive_rows, gait_class
 from repro26.rat_ncap.model import RatNCAP, ravel_policy
 
 SPEEDS = (0.1, 0.2, 0.3)
@@ -62,3 +62,33 @@ def test_coordination_recovers_known_lags():
     assert tables.circular_distance(out["lr_hind"], 0.5) < 0.01  # RH after LH by 0.5
     assert tables.circular_distance(out["homolateral"], 0.75) < 0.01  # LF after LH by 0.75
     assert out["plv_lr_hind"] > 0.99
+
+
+def test_lags_use_the_reference_limbs_own_period():
+    """Hind limbs at 2 Hz in antiphase, fore limbs at 3 Hz: the hind left-right lag is 0.5 of
+    the hind (reference) period. Dividing by the mean period of all four limbs (0.417 s instead
+    of 0.5 s) would report 0.6."""
+    dt = 0.002
+    t = np.arange(0, 6, dt)
+    freq, lags = np.array([3.0, 3.0, 2.0, 2.0]), np.array([0.0, 0.5, 0.0, 0.5])
+    out = coordination(np.sin(2 * np.pi * (freq[None] * t[:, None] - lags[None])), dt)
+    assert tables.circular_distance(out["lr_hind"], 0.5) < 0.01
+    assert tables.circular_distance(out["lr_fore"], 0.5) < 0.01  # fore pair: the fore period
+    assert abs(out["stride_freq"] - 2.5) < 0.01  # mean of the limbs' frequencies
+    assert out["plv_lr_hind"] > 0.99
+
+
+def test_a_silent_fore_limb_keeps_the_hind_lag():
+    """LF silent (flat signal or marked inactive): lags that need it are NaN, the hind
+    left-right lag and the frequency of the stepping limbs are still reported."""
+    dt = 0.002
+    t = np.arange(0, 4, dt)
+    signals = np.sin(2 * np.pi * (3.0 * t[:, None] - np.array([0.0, 0.5, 0.0, 0.5])[None]))
+    flat = signals.copy()
+    flat[:, 0] = 0.0
+    for out in (coordination(flat, dt), coordination(signals, dt, active=np.array([False, True, True, True]))):
+        assert np.isnan(out["lr_fore"]) and np.isnan(out["homolateral"])
+        assert tables.circular_distance(out["lr_hind"], 0.5) < 0.01
+        assert tables.circular_distance(out["diagonal"], 0.5) < 0.01
+        assert abs(out["stride_freq"] - 3.0) < 0.01
+        assert gait_class(out) == "hind only"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, method_figures
 from repro26.core.tables import read as read_table
 
@@ -67,6 +68,7 @@ def test_smoke_end_to_end(tmp_path):
     assert [c["id"] for c in claims["claims"]] == ["locomotion_speeds", "interface_trainability",
                                                   "v0_v3_ablation", "ncap_vs_mlp_params"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
+    assert validate_claims_file(tmp_path / "claims.json") == []
 
 
 def _config_with(tmp_path, **values):

@@ -52,7 +52,6 @@ class Config:
     fictive_s: float
     fictive_states: int
     pop_size: int
-    mlp_pop_size: int
     generations: int
     chunk: int
     tau: float
@@ -83,9 +82,8 @@ def check(cfg: Config) -> None:
                           f"compiled chunk serves the whole run, got {cfg.generations}")
     if not cfg.mlp_hidden or len(set(cfg.mlp_hidden)) != 1:
         raise ConfigError(f"mlp_hidden: equal hidden widths (eqx.nn.MLP), got {list(cfg.mlp_hidden)}")
-    for field in ("pop_size", "mlp_pop_size"):
-        if getattr(cfg, field) < 4 or getattr(cfg, field) % 2:
-            raise ConfigError(f"{field}: must be an even integer >= 4, got {getattr(cfg, field)}")
+    if cfg.pop_size < 4 or cfg.pop_size % 2:
+        raise ConfigError(f"pop_size: must be an even integer >= 4, got {cfg.pop_size}")
     if len(cfg.eval_speeds) < 1 or min(cfg.eval_speeds + cfg.train_speeds) <= 0:
         raise ConfigError("eval_speeds/train_speeds: need positive speeds (m/s)")
     if cfg.eval_s < 2.0:
@@ -136,7 +134,7 @@ def _variant(run: Run) -> str:
 
 
 @stage({"variant": str}, seed=True,
-       reads=("timestep", "tau", "tau_adapt", "mlp_hidden", "pop_size", "mlp_pop_size", "es", "reward",
+       reads=("timestep", "tau", "tau_adapt", "mlp_hidden", "pop_size", "es", "reward",
               "train_speeds", "episode_s", "generations", "chunk"))
 def train_stage(run: Run) -> None:
     """One (variant, seed): ES training; writes params (JSON) and the learning curve (CSV).

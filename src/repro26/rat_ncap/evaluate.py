@@ -3,17 +3,21 @@
 Gait statistics of one episode (after a 0.5 s transient), from the recorded kinematics:
 
 * stride frequency (Hz): 1 / median interval between upward zero crossings (swing onsets) of
-  the mean-removed hip/shoulder angle, averaged over the four limbs;
+  the mean-removed hip/shoulder angle, averaged over the limbs that step (a limb steps when
+  its hip/shoulder angle has s.d. >= 0.03 rad and at least three onsets);
 * duty factor: fraction of time a paw is in contact (< 1.5 mm above the floor), mean of limbs;
 * phase lags in [0, 1): for each swing onset of the reference limb, the delay to the next onset
-  of the other limb divided by the reference stride period, circular mean over strides;
-  left-right hind (LH->RH), left-right fore (LF->RF), homolateral (LH->LF), diagonal (LH->RF);
-  phase-locking strength of the hind left-right pair: resultant length of its per-stride lags
-  (1 = locked, 0 = drifting);
+  of the other limb divided by the *reference limb's own* stride period (median interval of
+  its onsets), circular mean over strides; left-right hind (LH->RH), left-right fore (LF->RF),
+  homolateral (LH->LF), diagonal (LH->RF); each lag is reported whenever both of its limbs
+  step (NaN otherwise: a silent fore limb leaves the hind lag intact); phase-locking strength
+  of the hind left-right pair: resultant length of its per-stride lags (1 = locked, 0 =
+  drifting);
 * gait class: when the hind left-right lag is within 0.25 of 0 (synchronous-ish), "pronk"
   if the fore-hind (homolateral) lag is also within 0.25 of 0, else "gallop/bound"; otherwise
-  "trot" when the diagonal lag is within 0.125 of 0, else "walk"; "none" without stepping
-  (hip oscillation below 0.03 rad s.d.) or after a fall.
+  "trot" when the diagonal lag is within 0.125 of 0, else "walk"; "hind only" when the hind
+  limbs step and a fore limb does not; "none" when the hind limbs do not both step, or after a
+  fall.
 
 Fictive locomotion (:func:`fictive_traces`): the circuit alone, without a body (no afferent
 input, no paw load), as in an isolated spinal cord with drug-induced rhythm; the same lag and
@@ -51,6 +55,7 @@ FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False}
 CONDITIONS: tuple[str, ...] = ("intact", *POPULATIONS)  # intact and one ablation per population
 PAIRS = {"lr_hind": (2, 3), "lr_fore": (0, 1), "homolateral": (2, 0), "diagonal": (2, 1)}
 CONTACT_M = 1.5e-3
+STEP_SD_RAD = 0.03  # a limb steps when its hip/shoulder angle varies at least this much (s.d.)
 TRANSIENT_S = 0.5
 
 
@@ -78,22 +83,27 @@ def phase_lag(ref: np.ndarray, other: np.ndarray, period: float) -> float:
     return float(tables.circular_mean(lags)) if lags.size else float("nan")
 
 
-def coordination(signals: np.ndarray, dt: float) -> dict:
+def coordination(signals: np.ndarray, dt: float, active: np.ndarray | None = None) -> dict:
     """Stride frequency, the four phase lags and the hind left-right phase-locking strength
     from four limb signals ``(T, 4)`` (LF, RF, LH, RH) whose upward zero crossings mark swing
-    onsets; NaN where a limb has fewer than three onsets."""
+    onsets. A limb steps when ``active`` (default: all) and it has at least three onsets; the
+    frequency is the mean over stepping limbs of 1 / (median onset interval), and each pair's
+    lag is its delay over the reference limb's own period, NaN unless both limbs step."""
     nan = float("nan")
     out = {"stride_freq": nan, **{k: nan for k in PAIRS}, "plv_lr_hind": nan}
-    onsets = [_onsets(signals[:, i], dt) for i in range(4)]
-    periods = [np.median(np.diff(o)) for o in onsets if o.size >= 3]
-    if len(periods) < 4:
+    active = np.ones(4, bool) if active is None else np.asarray(active, bool)
+    onsets = [_onsets(signals[:, i], dt) if active[i] else np.zeros(0) for i in range(4)]
+    period = [float(np.median(np.diff(o))) if o.size >= 3 else nan for o in onsets]
+    stepping = np.isfinite(period)
+    if not stepping.any():
         return out
-    period = float(np.mean(periods))
-    out["stride_freq"] = 1.0 / period
+    out["stride_freq"] = float(np.mean(1.0 / np.asarray(period)[stepping]))
     for name, (a, b) in PAIRS.items():
-        out[name] = phase_lag(onsets[a], onsets[b], period)
-    lags = stride_lags(onsets[2], onsets[3], period)
-    out["plv_lr_hind"] = float(tables.resultant_length(lags)) if lags.size else nan
+        if stepping[a] and stepping[b]:
+            out[name] = phase_lag(onsets[a], onsets[b], period[a])
+    if stepping[2] and stepping[3]:
+        lags = stride_lags(onsets[2], onsets[3], period[2])
+        out["plv_lr_hind"] = float(tables.resultant_length(lags)) if lags.size else nan
     return out
 
 
@@ -101,6 +111,8 @@ def gait_class(lags: dict) -> str:
     """Gait from the lags (see the module docstring); pronk and bound differ by fore-hind lag."""
     if not np.isfinite(lags["lr_hind"]):
         return "none"
+    if not (np.isfinite(lags["homolateral"]) and np.isfinite(lags["diagonal"])):
+        return "hind only"
     if tables.circular_distance(lags["lr_hind"], 0.0) < 0.25:
         return "pronk" if tables.circular_distance(lags["homolateral"], 0.0) < 0.25 else "gallop/bound"
     return "trot" if tables.circular_distance(lags["diagonal"], 0.0) < 0.125 else "walk"
@@ -119,9 +131,7 @@ def gait_stats(q: np.ndarray, paw: np.ndarray, x: np.ndarray, alive: np.ndarray,
     if fell or end - start <= 10:  # a fall, or an episode shorter than the transient
         return out
     hips = q[start:, 0::body.JOINTS_PER_LIMB]
-    if np.min(hips.std(axis=0)) < 0.03:
-        return out
-    out.update(coordination(hips, dt))
+    out.update(coordination(hips, dt, active=hips.std(axis=0) >= STEP_SD_RAD))
     if not np.isfinite(out["stride_freq"]):
         return out
     out["duty"] = float(np.mean(paw[start:] < CONTACT_M))

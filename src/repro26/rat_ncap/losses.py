@@ -1,19 +1,27 @@
 """Locomotion reward and the episode rollout (the ES fitness).
 
 Per physics step (abstract: "learns to locomote at different speeds without imitation
-learning"):
+learning"), while the body is upright:
 
-    r_t = w_track exp(-((vbar_t - v_cmd) / (tol v_cmd))^2) - w_energy P_t / (m g v_cmd),
+    r_t = w_track max(0, 1 - |vbar_t - v_cmd| / (tol v_cmd)) - w_energy P_t / (m g v_cmd),
 
 where ``vbar`` is the trunk's forward velocity low-pass filtered with a 0.25 s time constant
-(the instantaneous velocity oscillates within a stride), the tracking tolerance scales with
-the commanded speed (``tol`` = 0.5: half the commanded speed off costs a factor e), and
-the energy term is the mechanical cost of transport: actuator power ``P_t = sum_j |tau_j
-qdot_j|`` over body weight ``m g`` times the commanded speed. There is no survival or
-upright bonus, so standing still earns ``w_track exp(-1/tol^2)`` (0.018 at tol = 0.5) per
-step, and a fall only ends the episode (no further reward): trunk height < 3 cm or its
-up-cosine < 0.5. The fitness is the mean of ``r_t`` over the episode's steps, averaged over
-the commanded speeds.
+(the instantaneous velocity oscillates within a stride), the tracking term falls linearly
+from 1 at the commanded speed to 0 at ``tol`` x the commanded speed away from it (``tol`` =
+1: standing still earns 0, walking at half the commanded speed earns half), and the energy
+term is the mechanical cost of transport: actuator power ``P_t = sum_j |tau_j qdot_j|`` over
+body weight ``m g`` times the commanded speed. A fall (trunk height < 3 cm or its up-cosine
+< 0.5) ends the episode: no reward after it. The fitness is the *sum* of ``r_t`` over the
+upright steps divided by the episode's full length ``T`` (averaged over the commanded speeds).
+
+Why this shape (issue 42): the tracking term is bounded by ``w_track`` per step, so a lunge
+that falls at time ``t_f`` earns at most ``w_track t_f / T``, while walking the whole episode
+within the success band (``|v - v_cmd| <= v_cmd / 2``) earns at least ``w_track / 2`` less its
+energy: with ``t_f <= T / 4`` walking is worth at least twice any lunge. The earlier Gaussian
+tracking term (width 0.5 v_cmd) paid a slow walk (a third of the commanded speed) about as
+much as a half-second lunge; the linear term also keeps the search gradient at standstill
+(reward proportional to forward speed), where the Gaussian's was nearly flat. There is no
+survival or upright bonus (standing still earns 0, the do-nothing row).
 """
 
 from __future__ import annotations
@@ -35,8 +43,22 @@ LOAD_HEIGHT_M = 3e-3  # paw-load proxy: clip(1 - h / LOAD_HEIGHT_M, 0, 1), h abo
 class RewardSpec:
     w_track: float = 1.0
     w_energy: float = 0.02
-    track_tol: float = 0.5
+    track_tol: float = 1.0
     reset_noise: float = 0.05
+
+
+FILTER_S = 0.25  # time constant (s) of the low-pass filtered forward velocity ``vbar``
+
+
+def reward_update(vbar, alive, total, vx, upright, cot, v_cmd, dt: float, spec: RewardSpec):
+    """One step of the reward of the module docstring: filter ``vx`` into ``vbar``, end the
+    episode at the first step that is not ``upright`` (``alive`` stays False after it), and
+    add the step's reward to ``total`` while alive. Returns ``(vbar, alive, total)``."""
+    vbar = vbar + dt / FILTER_S * (vx - vbar)
+    alive = alive & upright
+    track = jnp.maximum(0.0, 1.0 - jnp.abs(vbar - v_cmd) / (spec.track_tol * v_cmd))
+    r = spec.w_track * track - spec.w_energy * cot
+    return vbar, alive, total + jnp.where(alive, jnp.nan_to_num(r), 0.0)
 
 
 def _obs(data, q, qd, q0, v_cmd):
@@ -90,13 +112,11 @@ def rollout(policy: Policy, env: body.Env, params: Float[Array, "B P"], keys: ja
         ctrl = interface_ctrl(policy.interface, f, e, q, qd, q0)
         data = env.step(data, ctrl)
         ts = body.trunk_state(data)
-        vbar = vbar + env.dt / 0.25 * (ts["vx"] - vbar)
         finite = jnp.all(jnp.isfinite(data.qpos)) & jnp.all(jnp.isfinite(data.qvel))
-        alive = alive & finite & (ts["height"] > 0.03) & (ts["up"] > 0.5)
+        upright = finite & (ts["height"] > 0.03) & (ts["up"] > 0.5)
         power = jnp.sum(jnp.abs(data.qfrc_actuator[6:] * data.qvel[6:]))
         cot = power / (weight * v)
-        r = spec.w_track * jnp.exp(-(((vbar - v) / (spec.track_tol * v)) ** 2)) - spec.w_energy * cot
-        total = total + jnp.where(alive, jnp.nan_to_num(r), 0.0)
+        vbar, alive, total = reward_update(vbar, alive, total, ts["vx"], upright, cot, v, env.dt, spec)
         rec = {"q": q, "paw": paw, "vx": ts["vx"], "x": ts["x"], "up": ts["up"], "alive": alive,
                "cot": cot}
         return (data, pstate, vbar, alive, total), rec

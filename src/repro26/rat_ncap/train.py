@@ -8,8 +8,8 @@ A *variant* is ``<controller>-<interface>-<es>``:
 * interface: ``torque``, ``muscle``, ``ep`` (see :mod:`repro26.rat_ncap.model`);
 * es: ``refined`` (the refined ES), ``openai`` (OpenAI-ES), ``cma`` (diagonal CMA-ES).
 
-One generation = ask ``pop_size`` candidates (``mlp_pop_size`` for the MLP baselines, so that
-they can be given a larger population than NCAP at the same number of generations), evaluate each on every training speed (plus the
+One generation = ask ``pop_size`` candidates (the same for every controller, so that NCAP and
+the MLPs get equal budgets: population, generations, episodes), evaluate each on every training speed (plus the
 current mean, for the learning curve, and the refined ES's elite, re-evaluated on the same
 episodes), tell. The ES state is the ``run_loop`` state, so a
 killed job resumes from its checkpoint.
@@ -69,14 +69,9 @@ def build_policy(variant: Variant, cfg: Any, key: jax.Array):
     return MLPPolicy((mlp_hidden_for(n_ncap),), variant.interface, key)
 
 
-def population_size(variant: Variant, cfg: Any) -> int:
-    """ES population of a variant: ``mlp_pop_size`` for the MLPs, ``pop_size`` otherwise."""
-    return cfg.mlp_pop_size if variant.controller in ("mlp", "mlpeq") else cfg.pop_size
-
-
 def build_strategy(variant: Variant, policy, cfg: Any) -> Strategy:
     es = cfg.es
-    pop_size = population_size(variant, cfg)
+    pop_size = cfg.pop_size
     common = dict(pop_size=pop_size, lr=es.lr, sigma0=es.sigma0, sigma_lr=es.sigma_lr,
                   sigma_min=es.sigma_min, sigma_max=es.sigma_max, weight_decay=es.weight_decay)
     if variant.es == "openai":
@@ -129,4 +124,4 @@ def train(cfg: Any, variant_name: str, seed: int, checkpoint: Path | None = None
 
 
 __all__ = ["CONTROLLERS", "STRATEGIES", "Variant", "build_policy", "build_strategy",
-           "make_step", "parse_variant", "population_size", "train"]
+           "make_step", "parse_variant", "train"]

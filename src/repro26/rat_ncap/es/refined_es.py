@@ -4,7 +4,10 @@ The abstract: "we refine an evolutionary algorithm to support reliable and effic
 training". Refinements (issue 9): every parameter group (e.g. RG, pattern formation,
 commissural, drive weights; one per MLP layer) has its own adaptive sigma; the best candidate
 seen so far (the elite) is kept, and when no candidate has beaten it for ``patience``
-generations the search restarts from the elite with fresh sigma and optimiser state.
+generations the search restarts from the elite with fresh sigma and optimiser state. The
+restart keeps the weight decay's anchor: decay still pulls toward the *initial* circuit
+``m_0`` (the prior of :class:`~repro26.rat_ncap.es.openai_es.OpenAIES`), not toward the elite
+it restarted from.
 
 The elite is re-evaluated every generation on that generation's episodes (:meth:`reevaluate`;
 its fitness comes back as ``refitness``): a candidate replaces it only by beating it on the
@@ -61,7 +64,7 @@ class RefinedES(OpenAIES):
         stall = jnp.where(improved, 0, state.stall + 1)
         inner = self.update(state.inner, x, fitness)
         restart = stall >= self.patience
-        fresh = OpenAIES.init(self, elite)
+        fresh = eqx.tree_at(lambda s: s.init_mean, OpenAIES.init(self, elite), state.inner.init_mean)
         inner = jax.tree.map(lambda a, b: jnp.where(restart, a, b), fresh, inner)
         return RefinedESState(inner, elite, elite_fitness, jnp.where(restart, 0, stall),
                               state.restarts + restart.astype(jnp.int32))
