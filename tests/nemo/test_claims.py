@@ -93,10 +93,18 @@ def test_comparison_not_required_where_the_ideal_cannot_improve():
     assert not per["reported"]["emotion_only.C"]["improvement_possible"]
 
 
-def test_inconclusive_when_a_baseline_does_not_beat_the_trivial_rows():
-    weak = {**GOOD, "cognition_only": (0.15, 0.15, 0.20)}
+def test_a_baseline_that_does_not_beat_the_trivial_rows_does_not_count():
+    # cognition-only at random's C: its comparisons (and front point) are excluded, not counted
+    weak = {**GOOD, "cognition_only": (0.15, 0.15, 0.20), "nemo": (0.40, 0.30, 0.35)}
     claim = claims.both_metrics_claim(table(weak), learning())
-    assert claim.verdict == "inconclusive" and "cognition_only" in claim.inconclusive_reason
+    per = claim.measured["settings"]["in_distribution"]
+    assert per["excluded"] == ["cognition_only"] and claim.verdict == "held"
+    assert "cognition_only.N" in per["reported"] and "cognition_only.N" not in per["required"]
+    assert per["front"]["cognition_only"]["status"] == "excluded"
+    # nothing beats the trivial rows: no comparison counts
+    none = {**GOOD, **{b: GOOD["random"] for b in claims.FRONT}}
+    claim = claims.both_metrics_claim(table(none), learning())
+    assert claim.verdict == "inconclusive" and "no baseline" in claim.inconclusive_reason
     assert np.isfinite(claim.min_detectable_effect) and claim.effect == claims.MIN_EFFECT
 
 

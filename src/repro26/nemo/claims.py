@@ -20,10 +20,12 @@ end is < MIN_EFFECT (A cannot be ahead by a meaningful margin), *undecided* othe
   and C; it is *clear* when on E or on C it is not better than NeMo by MIN_EFFECT (upper end of
   (F - NeMo) < MIN_EFFECT); undecided otherwise.
 
-Setting verdict: inconclusive when a compared baseline does not beat both trivial rows (uniform
-random, ESConv rule-based schedule) on its own objective (its comparison would not count); not
-held when a required comparison is not better or a front point dominates; held when every
-required comparison is better and every front point is clear; inconclusive otherwise.
+A baseline that does not beat both trivial rows (uniform random, ESConv rule-based schedule) on
+its own objective in a setting is excluded there: its comparisons are reported, not counted
+("ours beats B counts only where B beats the trivial row"). Setting verdict: not held when a
+counted comparison is not better or a counted front point dominates; held when every counted
+comparison is better and every counted front point is clear; inconclusive otherwise, or when
+every baseline is excluded.
 
 ``advantage_under_sim2sim``: the same in both shifted settings (held only if held in both).
 
@@ -101,6 +103,7 @@ def judge_setting(nemo: Mapping[str, Sequence[float]], rows: Rows, setting: str)
     for base, w in FRONT.items():
         gate[base] = {t: compare(own_value(at[base], w), own_value(at[t], w)) for t in TRIVIAL}
         gate[base]["beats_trivial"] = all(gate[base][t]["status"] == "better" for t in TRIVIAL)
+    excluded = [b for b in FRONT if not gate[b]["beats_trivial"]]
     required, reported = {}, {}
     for base, (own, other) in SINGLE.items():
         for metric in ("need_weighted", other, own):
@@ -108,7 +111,8 @@ def judge_setting(nemo: Mapping[str, Sequence[float]], rows: Rows, setting: str)
             room = compare(at[IDEAL_FOR[metric]][metric], at[base][metric])
             c["improvement_possible"] = bool(room["ci95"][0] > MIN_EFFECT)
             c["ideal_minus_baseline"] = {k: room[k] for k in ("mean", "ci95")}
-            required_here = metric != own and c["improvement_possible"]
+            required_here = (metric != own and c["improvement_possible"]
+                             and base not in excluded)
             (required if required_here else reported)[f"{base}.{SHORT[metric]}"] = c
     front = {}
     for base in FRONT:
@@ -117,19 +121,20 @@ def judge_setting(nemo: Mapping[str, Sequence[float]], rows: Rows, setting: str)
         dominates = e["status"] == "better" and c["status"] == "better"
         clear = e["ci95"][1] < MIN_EFFECT or c["ci95"][1] < MIN_EFFECT
         front[base] = {"front_minus_nemo.E": e, "front_minus_nemo.C": c,
-                       "status": "dominates" if dominates else "clear" if clear else "undecided"}
+                       "status": "excluded" if base in excluded else
+                       "dominates" if dominates else "clear" if clear else "undecided"}
     statuses = [c["status"] for c in required.values()]
-    if not all(g["beats_trivial"] for g in gate.values()):
+    counted = [f["status"] for f in front.values() if f["status"] != "excluded"]
+    if not counted:
         verdict = "inconclusive"
-    elif "not better" in statuses or any(f["status"] == "dominates" for f in front.values()):
+    elif "not better" in statuses or "dominates" in counted:
         verdict = "not held"
-    elif all(s == "better" for s in statuses) and all(f["status"] == "clear"
-                                                        for f in front.values()):
+    elif all(s == "better" for s in statuses) and all(f == "clear" for f in counted):
         verdict = "held"
     else:
         verdict = "inconclusive"
     return {"verdict": verdict, "required": required, "reported": reported, "front": front,
-            "baselines_vs_trivial": gate}
+            "excluded": excluded, "baselines_vs_trivial": gate}
 
 
 def judge_credit(nemo: Mapping[str, Sequence[float]], rows: Rows) -> dict:
@@ -177,10 +182,10 @@ def _both_decision(m: Mapping, settings: Sequence[str]) -> tuple[str, dict]:
 
 
 def _mde(per: Mapping[str, dict]) -> float:
-    """Half-width of the widest one-sided interval among the required comparisons and the
-    front tests: a true difference of this size would have been decided."""
+    """Half-width of the widest one-sided interval among the comparisons with the baselines and
+    the front tests (counted or not): a true difference of this size would have been decided."""
     halves = [(c["ci95"][1] - c["ci95"][0]) / 2 for p in per.values()
-              for c in p["required"].values()]
+              for c in (*p["required"].values(), *p["reported"].values())]
     halves += [(f[k]["ci95"][1] - f[k]["ci95"][0]) / 2 for p in per.values()
                for f in p["front"].values() for k in ("front_minus_nemo.E", "front_minus_nemo.C")]
     return max(halves)
@@ -191,12 +196,11 @@ def _reason(per: Mapping[str, dict]) -> str | None:
     for name, p in per.items():
         if p["verdict"] != "inconclusive":
             continue
-        weak = [b for b, g in p["baselines_vs_trivial"].items() if not g["beats_trivial"]]
         open_ = [k for k, c in p["required"].items() if c["status"] == "undecided"]
         open_ += [f"front {b}" for b, f in p["front"].items() if f["status"] == "undecided"]
-        if weak:
-            reasons.append(f"{name}: {', '.join(weak)} do not beat both trivial rows on their "
-                           "own objective, so the comparison with them does not count")
+        if len(p["excluded"]) == len(FRONT):
+            reasons.append(f"{name}: no baseline beats both trivial rows on its own objective, "
+                           "so no comparison counts")
         elif open_:
             reasons.append(f"{name}: undecided at MIN_EFFECT {MIN_EFFECT}: {', '.join(open_)}")
     return "; ".join(reasons) or None
@@ -212,8 +216,9 @@ BOTH_CRITERION = (
     "and cognition-only on the need-weighted satisfaction N and on the objective each does not "
     "optimise, where the planner optimum for that metric beats the baseline by > "
     f"{MIN_EFFECT}; no point of the fixed-scalarisation front (w = 1, 0.75, 0.5, 0.25, 0) better "
-    f"than NeMo on both E and C, each clear (not better by {MIN_EFFECT} on E or on C); "
-    "inconclusive when a front baseline does not beat both trivial rows on its own objective")
+    f"than NeMo on both E and C, each clear (not better by {MIN_EFFECT} on E or on C); a "
+    "baseline that does not beat both trivial rows on its own objective in a setting is "
+    "excluded there (reported, not counted)")
 COMPARED = {"trivial": "uniform random strategies; ESConv rule-based stage schedule",
             "baselines": "the same PPO on fixed scalarisations w E + (1 - w) C, w = 1 "
                          "(emotion only), 0.75, 0.5, 0.25, 0 (cognition only)",

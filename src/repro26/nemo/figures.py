@@ -25,12 +25,12 @@ LABELS = {"nemo": "NeMo (need-aware, H-turn forward sim.)",
 COLORS = {"nemo": "C3", "nemo_one_step": "C1", "nemo_plain": "C5", "emotion_only": "C4",
           "fixed_75": "#5e81b5", "fixed_50": "C0", "fixed_25": "#2a9d8f",
           "cognition_only": "C2", "rule_based": "0.35", "random": "0.65",
-          "planner_emo": "C4", "planner_cog": "C2", "planner_need": "k"}
+          "planner_emo": "C6", "planner_cog": "C8", "planner_need": "k"}
 METRIC_LABELS = {"emo_improvement": "emotional improvement E_T - E_0",
                  "cog_improvement": "cognitive improvement C_T - C_0",
                  "need_weighted": "need-weighted satisfaction Σ p·r"}
-SETTING_LABELS = {"in_distribution": "in distribution", "shifted_personas": "shifted personas",
-                  "alt_family": "other simulator family"}
+SETTING_LABELS = {"in_distribution": "in distribution", "shifted_personas": "shifted\npersonas",
+                  "alt_family": "other simulator\nfamily"}
 
 
 def _present(table) -> list[str]:
@@ -89,7 +89,7 @@ def learning_curves(run):
     axes[0, 1].set(xlabel="PPO iteration", ylabel="cognitive return ΔC per dialogue")
     axes[0, 2].set(xlabel="PPO iteration", ylabel="need-weighted satisfaction per dialogue")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=7)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=4, fontsize=7)
     return fig
 
 
