@@ -36,10 +36,11 @@ def mc_return(x, t, first, lookahead, horizon):
 def test_credit_equals_monte_carlo_return_difference(t):
     horizon, lookahead, x0 = 6, 3, 0.7
     probs = jnp.array([0.1, 0.2, 0.3, 0.4])
-    G = losses.forward_returns(toy_step, toy_policy, jnp.float32(x0), jnp.int32(t),
-                               jax.random.PRNGKey(0), 4, lookahead, horizon)
+    G, count = losses.forward_returns(toy_step, toy_policy, jnp.float32(x0), jnp.int32(t),
+                                      jax.random.PRNGKey(0), 4, lookahead, horizon)
     mc = np.stack([mc_return(x0, t, a, lookahead, horizon) for a in range(4)])
     np.testing.assert_allclose(G, mc, rtol=1e-5, atol=1e-6)
+    assert int(count) == 4 * min(lookahead, horizon - t)  # turns whose reward entered a sum
     for chosen in range(4):
         credit = losses.step_credit(G, probs, jnp.int32(chosen))
         expected = mc[chosen] - (np.asarray(probs)[:, None] * mc).sum(0)
@@ -47,6 +48,16 @@ def test_credit_equals_monte_carlo_return_difference(t):
     # the credit is an advantage: its mean under the policy is zero
     mean = sum(probs[a] * losses.step_credit(G, probs, jnp.int32(a)) for a in range(4))
     np.testing.assert_allclose(mean, 0.0, atol=1e-6)
+
+
+def test_plain_advantages_are_centred_need_weighted_returns_to_go():
+    rng = np.random.default_rng(0)
+    w = rng.dirichlet([1, 1], (6, 5))
+    r = rng.normal(size=(6, 5, 2))
+    got = np.asarray(losses.plain_advantages(jnp.asarray(w), jnp.asarray(r)))
+    s = (w * r).sum(-1)
+    to_go = np.array([[s[u, t:].sum() for t in range(5)] for u in range(6)])
+    np.testing.assert_allclose(got, to_go - to_go.mean(0), rtol=1e-5, atol=1e-6)
 
 
 def test_need_aware_weights_follow_the_preference_vector():

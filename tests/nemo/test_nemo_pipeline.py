@@ -37,8 +37,9 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     assert "alt_family" in returns and "rule_based" in returns
     tables = [tmp_path / t for t in ("data/arousal_curves.csv", "tables/learning.csv",
                                      "tables/returns.csv")]
-    claims = run.figures_and_claims(tmp_path, tables, tables[2:])
-    assert list(claims) == ["improves_both_user_states", "advantage_under_sim2sim"]
+    claims = run.figures_and_claims(tmp_path, tables, tables[2:] + tables[1:2])
+    assert list(claims) == ["improves_both_user_states", "advantage_under_sim2sim",
+                            "forward_simulation_improves_credit"]
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
@@ -54,8 +55,15 @@ def test_inconsistent_config_is_a_config_error(smoke):
     _, cfg, _ = smoke
     with pytest.raises(ConfigError, match="strategy_effects"):
         cli.check(dataclasses.replace(cfg, strategy_effects={"question": (0.1, 0.1)}))
-    with pytest.raises(ConfigError, match="fixed_weight"):
-        cli.check(dataclasses.replace(cfg, fixed_weight=1.5))
+    with pytest.raises(ConfigError, match="planner_beam"):
+        cli.check(dataclasses.replace(cfg, planner_beam=0))
+
+
+def test_cli_method_lists_match_the_modules():
+    from repro26.nemo import evaluate, train
+
+    assert set(cli.TRAINED) == set(train.TRAINED)
+    assert set(cli.PLANNERS) == set(evaluate.PLANNERS)
 
 
 @pytest.mark.parametrize("variant", ["nemo", "method=nope", "method=random,x=1"])

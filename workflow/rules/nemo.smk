@@ -3,8 +3,9 @@
 # every Sim2Sim setting) -> gather; figures, claims and the `nemo` target come from
 # workflow/rules/protocol.smk.
 NEMO = "nemo"
-NEMO_TRAINED = ["nemo", "emotion_only", "cognition_only", "fixed_linear", "nemo_one_step"]
-NEMO_METHODS = NEMO_TRAINED + ["random", "rule_based"]
+NEMO_TRAINED = ["nemo", "nemo_one_step", "nemo_plain", "emotion_only", "fixed_75", "fixed_50",
+                "fixed_25", "cognition_only"]
+NEMO_METHODS = NEMO_TRAINED + ["random", "rule_based", "planner_emo", "planner_cog", "planner_need"]
 
 
 rule nemo_data:

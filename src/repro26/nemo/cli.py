@@ -17,8 +17,12 @@ from repro26.core.config import ConfigError, UsageError
 from repro26.core.method import stage
 from repro26.nemo.simulator import PERSONA_FIELDS, STRATEGIES
 
-TRAINED = ("nemo", "emotion_only", "cognition_only", "fixed_linear", "nemo_one_step")
-METHODS = (*TRAINED, "random", "rule_based")
+# the same names as repro26.nemo.train.TRAINED and repro26.nemo.evaluate.PLANNERS (kept literal
+# here so that the CLI does not import JAX to list its variants; a test checks they agree)
+TRAINED = ("nemo", "nemo_one_step", "nemo_plain", "emotion_only", "fixed_75", "fixed_50",
+           "fixed_25", "cognition_only")
+PLANNERS = ("planner_emo", "planner_cog", "planner_need")
+METHODS = (*TRAINED, "random", "rule_based", *PLANNERS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +67,7 @@ class Config:
     process_noise: float = 0.02
     reappraisal: float = 0.05
     balance_temperature: float = 0.1
-    fixed_weight: float = 0.5  # emotion weight of the fixed linear scalarisation
+    planner_beam: int = 64  # beam width of the ideal rows' planner (repro26.nemo.solvers)
     alt_family: Literal["logit"] = "logit"
 
     @property
@@ -90,8 +94,8 @@ def check(cfg: Config) -> None:
                                   f"[{lo}, {hi}]")
         if ranges["arousal_width"][0] <= 0:
             raise ConfigError(f"nemo.personas.{dist}.arousal_width: must be > 0")
-    if not 0 <= cfg.fixed_weight <= 1:
-        raise ConfigError(f"nemo.fixed_weight: must lie in [0, 1], got {cfg.fixed_weight}")
+    if cfg.planner_beam < 1:
+        raise ConfigError(f"nemo.planner_beam: must be >= 1, got {cfg.planner_beam}")
     p = cfg.ppo
     if min(p.iterations, p.users_per_batch, p.epochs, p.width, p.lookahead, p.chunk_size) < 1:
         raise ConfigError("nemo.ppo: iterations, users_per_batch, epochs, width, lookahead and "
@@ -137,11 +141,12 @@ def train_stage(run: Run) -> None:
     cfg, method, out = run.cfg, run.variant["method"], Path(run.out)
     ranges = cfg.personas["train"]
     states, history = train.train_method(
-        evaluate.make_env(cfg, "mindflow"), ranges, cfg.ppo, method, cfg.fixed_weight, cfg.seeds,
+        evaluate.make_env(cfg, "mindflow"), ranges, cfg.ppo, method, cfg.seeds,
         checkpoint=out / "train.ckpt", progress=run.progress)
     io.save_checkpoint(out / "policy.ckpt", states.model, cfg.ppo.iterations)
-    io.write_table(out / "learning.csv", train.learning_rows(method, cfg.seeds, history),
-                   run.meta())
+    rows = train.learning_rows(method, cfg.seeds, history,
+                               train.parameter_count(states.model, len(cfg.seeds)))
+    io.write_table(out / "learning.csv", rows, run.meta())
 
 
 @stage({"method": METHODS})
@@ -151,7 +156,7 @@ def evaluate_stage(run: Run) -> None:
 
     method = run.variant["method"]
     personas = _load_personas(run.input("personas.npz"))
-    policies = None  # the rule-based schedule
+    policies = None  # the rule-based schedule and the planners
     if method == "random":
         from repro26.nemo.model import uniform
 

@@ -11,9 +11,19 @@ method differences are paired):
 
 Metrics per (method, seed, setting), averaged over the evaluation users:
 ``emo_improvement = E_T - E_0``, ``cog_improvement = C_T - C_0`` (the return vector),
+``need_weighted = Σ_t p(x_t) · r_t``, the need-weighted satisfaction: each turn's (ΔE, ΔC)
+weighted by what the user needs at that turn (the simulator's preference vector ``p``);
 ``need_alignment = mean_t p(x_t) · type(a_t)`` with ``type(a) = (e_a, g_a) / (e_a + g_a)`` the
-strategy's soothing/guidance profile, and ``hypervolume`` of the mean return point with respect
-to the no-change reference (0, 0).
+strategy's soothing/guidance profile; ``need_shift``, the fraction of dialogues in which the
+user's dominant need (``argmax p``: soothing or guidance) changes at least once (the premise
+that needs shift within a conversation, counted on the dialogues played); and ``hypervolume``
+of the mean return point with respect to the no-change reference (0, 0).
+
+Methods: the trained policies, the trivial rows (uniform random strategies, ESConv's rule-based
+stage schedule) and the ideal rows ``planner_emo``, ``planner_cog``, ``planner_need``
+(:mod:`repro26.nemo.solvers`: the best open-loop plan for one objective on the noise-free
+simulator of the setting, knowing the user; played on the same users with the same random
+numbers as every other method).
 """
 
 from __future__ import annotations
@@ -25,10 +35,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from repro26.nemo import solvers
 from repro26.nemo.model import rule_policy
 from repro26.nemo.simulator import MindFlow, Persona, rollout, sample_personas
 
 SETTINGS = ("in_distribution", "shifted_personas", "alt_family")
+PLANNERS = {f"planner_{o}": o for o in solvers.OBJECTIVES}
 
 
 def hypervolume_2d(points, reference) -> float:
@@ -65,22 +77,38 @@ def eval_personas(cfg) -> dict[str, Persona]:
     return out
 
 
-def _metrics(env: MindFlow, personas: Persona, policy_fn, key) -> dict[str, jax.Array]:
-    keys = jax.random.split(key, personas.arousal_peak.shape[0])
-    traj = jax.vmap(lambda p, k: rollout(env, p, policy_fn, k))(personas, keys)
+def dialogue_metrics(env: MindFlow, traj: dict) -> dict[str, jax.Array]:
+    """The metrics above, averaged over a batch of played dialogues (leading axis: users)."""
     ret = traj["reward"].sum(1).mean(0)
     profile = env.effects / env.effects.sum(1, keepdims=True)
     align = (traj["preference"] * profile[traj["action"]]).sum(-1).mean()
-    return {"emo_improvement": ret[0], "cog_improvement": ret[1], "need_alignment": align}
+    need = (traj["preference"] * traj["reward"]).sum(-1).sum(-1).mean()
+    dominant = traj["preference"][..., 0] > traj["preference"][..., 1]
+    shift = jnp.any(dominant[:, 1:] != dominant[:, :-1], axis=1).mean()
+    return {"emo_improvement": ret[0], "cog_improvement": ret[1], "need_weighted": need,
+            "need_alignment": align, "need_shift": shift}
+
+
+def _play(env: MindFlow, persona: Persona, key, policy, planner: str | None, beam: int):
+    """One dialogue: the policy (a Policy, or None for the rule-based schedule), or the plan of
+    ``planner`` made from the opening state that :func:`rollout` will reset to with ``key``."""
+    if planner is None:
+        return rollout(env, persona, rule_policy if policy is None else policy.act, key)
+    x0 = env.reset(persona, jax.random.split(key)[0])
+    plan, _ = solvers.beam_plan(env, persona, x0, planner, beam)
+    return rollout(env, persona, solvers.plan_policy(plan), key)
 
 
 @eqx.filter_jit
-def _metrics_per_seed(env: MindFlow, personas: Persona, policies, seeds, key):
+def _metrics_per_seed(env: MindFlow, personas: Persona, policies, seeds, key,
+                      planner: str | None = None, beam: int = 1):
     """Metrics of every seed (vmapped): ``policies`` stacked per seed, or None for the rule-based
-    schedule. One compile per simulator family and policy kind."""
+    schedule and the planners. One compile per simulator family and policy kind."""
     def per_seed(policy, seed):
-        act = rule_policy if policy is None else policy.act
-        return _metrics(env, personas, act, jax.random.fold_in(key, seed))
+        k = jax.random.fold_in(key, seed)
+        keys = jax.random.split(k, personas.arousal_peak.shape[0])
+        traj = jax.vmap(lambda p, kk: _play(env, p, kk, policy, planner, beam))(personas, keys)
+        return dialogue_metrics(env, traj)
 
     if policies is None:
         return jax.vmap(lambda s: per_seed(None, s))(seeds)
@@ -89,13 +117,14 @@ def _metrics_per_seed(env: MindFlow, personas: Persona, policies, seeds, key):
 
 def evaluate_method(cfg, method: str, personas: dict[str, Persona], policies=None) -> list[dict]:
     """Rows (method, seed, setting, metrics) for a policy method (``policies``: the stacked
-    per-seed Policy; the random baseline is :func:`repro26.nemo.model.uniform` of one) or the
-    rule-based schedule (``policies`` None)."""
+    per-seed Policy; the random baseline is :func:`repro26.nemo.model.uniform` of one), the
+    rule-based schedule (``policies`` None) or a planner (``method`` in :data:`PLANNERS`)."""
     rows = []
     seeds = jnp.asarray(cfg.seeds)
     for i, setting in enumerate(SETTINGS):
         metrics = _metrics_per_seed(setting_env(cfg, setting), personas[setting], policies,
-                                    seeds, jax.random.PRNGKey(20_000 + i))
+                                    seeds, jax.random.PRNGKey(20_000 + i),
+                                    PLANNERS.get(method), cfg.planner_beam)
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         for j, seed in enumerate(cfg.seeds):
             point = (metrics["emo_improvement"][j], metrics["cog_improvement"][j])

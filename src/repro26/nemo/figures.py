@@ -7,19 +7,30 @@ import numpy as np
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
-from repro26.nemo.evaluate import SETTINGS, hypervolume_2d
+from repro26.nemo.evaluate import SETTINGS
 
-METHOD_ORDER = ("nemo", "nemo_one_step", "fixed_linear", "emotion_only", "cognition_only",
-                "rule_based", "random")
+METHOD_ORDER = ("nemo", "nemo_one_step", "nemo_plain", "emotion_only", "fixed_75", "fixed_50",
+                "fixed_25", "cognition_only", "rule_based", "random", "planner_emo",
+                "planner_cog", "planner_need")
+FRONT = ("emotion_only", "fixed_75", "fixed_50", "fixed_25", "cognition_only")
+PLANNERS = ("planner_emo", "planner_cog", "planner_need")
 LABELS = {"nemo": "NeMo (need-aware, H-turn forward sim.)",
           "nemo_one_step": "NeMo, 1-turn credit (ablation)",
-          "fixed_linear": "fixed linear (0.5, 0.5)", "emotion_only": "emotion only",
-          "cognition_only": "cognition only", "rule_based": "rule-based schedule",
-          "random": "random"}
-COLORS = {"nemo": "C3", "nemo_one_step": "C1", "fixed_linear": "C0", "emotion_only": "C4",
-          "cognition_only": "C2", "rule_based": "0.35", "random": "0.65"}
-SETTING_LABELS = {"in_distribution": "in distribution", "shifted_personas": "shifted personas",
-                  "alt_family": "other simulator family"}
+          "nemo_plain": "need-aware PPO, plain returns",
+          "emotion_only": "emotion only (w=1)", "fixed_75": "fixed w=0.75",
+          "fixed_50": "fixed w=0.5", "fixed_25": "fixed w=0.25",
+          "cognition_only": "cognition only (w=0)", "rule_based": "rule-based schedule",
+          "random": "random", "planner_emo": "planner optimum, E",
+          "planner_cog": "planner optimum, C", "planner_need": "planner optimum, N"}
+COLORS = {"nemo": "C3", "nemo_one_step": "C1", "nemo_plain": "C5", "emotion_only": "C4",
+          "fixed_75": "#5e81b5", "fixed_50": "C0", "fixed_25": "#2a9d8f",
+          "cognition_only": "C2", "rule_based": "0.35", "random": "0.65",
+          "planner_emo": "C6", "planner_cog": "C8", "planner_need": "k"}
+METRIC_LABELS = {"emo_improvement": "emotional improvement E_T - E_0",
+                 "cog_improvement": "cognitive improvement C_T - C_0",
+                 "need_weighted": "need-weighted satisfaction Σ p·r"}
+SETTING_LABELS = {"in_distribution": "in distribution", "shifted_personas": "shifted\npersonas",
+                  "alt_family": "other simulator\nfamily"}
 
 
 def _present(table) -> list[str]:
@@ -59,14 +70,15 @@ def arousal_curves(run):
 @figure("tables/learning.csv")
 def learning_curves(run):
     """Training curves of the multi-objective PPO variants: mean per-dialogue emotional return
-    (ΔE, left) and cognitive return (ΔC, right) of the training batch vs PPO iteration, on
-    training personas; moving average over 10 iterations, bands: 95% CI over seeds. All
-    variants share the PPO, the policy network and the forward-simulation credit; they differ
-    in the aggregation weights (and the look-ahead for the ablation)."""
+    (ΔE, left), cognitive return (ΔC, middle) and need-weighted satisfaction (Σ p·r, right) of
+    the training batch vs PPO iteration, on training personas; moving average over 10
+    iterations, bands: 95% CI over seeds. All variants share the PPO and the policy network;
+    they differ in the aggregation weights and the credit (H-turn forward simulation, 1 turn
+    for the ablation, plain returns-to-go for the plain learner)."""
     table = tables.read(run.input("learning.csv"))
-    fig, axes = plotting.subplots(1, 2, width=3.8, height=2.9)
+    fig, axes = plotting.subplots(1, 3, width=3.6, height=2.9)
     for method in _present(table):
-        for ax, col in zip(axes[0], ("emo_return", "cog_return")):
+        for ax, col in zip(axes[0], ("emo_return", "cog_return", "need_return")):
             its, vals = tables.pivot(table, col, by="iteration", method=method)
             w = min(10, len(its))
             kernel = np.ones(w) / w
@@ -75,55 +87,56 @@ def learning_curves(run):
                                   color=COLORS[method], lw=1.2)
     axes[0, 0].set(xlabel="PPO iteration", ylabel="emotional return ΔE per dialogue")
     axes[0, 1].set(xlabel="PPO iteration", ylabel="cognitive return ΔC per dialogue")
-    axes[0, 1].legend(fontsize=7, loc="lower right")
+    axes[0, 2].set(xlabel="PPO iteration", ylabel="need-weighted satisfaction per dialogue")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=4, fontsize=7)
     return fig
 
 
 @figure("tables/returns.csv")
 def return_plane(run):
     """The 2-D return plane, in distribution: final emotional improvement E_T - E_0 vs cognitive
-    improvement C_T - C_0 per dialogue (mean over 512-user evaluation sets at `small`), each
-    method's mean over seeds with 95% CI bars in both directions. Legend: the hypervolume of
-    each method's mean return point with respect to the no-change reference (0, 0) (mean over
-    seeds). Grey staircase: the Pareto front of the method means, with its hypervolume."""
+    improvement C_T - C_0 per dialogue (mean over the evaluation users), each method's mean over
+    seeds with 95% CI bars in both directions; legend: the need-weighted satisfaction N of each
+    method (mean over seeds). Blue line: the front of fixed scalarisations (PPO on
+    w E + (1 - w) C, w = 1 ... 0). Stars: the ideal rows, the planner optimum for E, C and N on
+    the noise-free simulator (knowing the user)."""
     table = tables.read(run.input("returns.csv"))
     sel = tables.select(table, setting="in_distribution")
-    fig, axes = plotting.subplots(1, 1, width=5.4, height=4.2)
+    fig, axes = plotting.subplots(1, 1, width=6.0, height=4.4)
     ax = axes[0, 0]
-    means = []
+    means = {}
     for method in _present(sel):
         emo = tables.per_seed(sel, "emo_improvement", method=method)
         cog = tables.per_seed(sel, "cog_improvement", method=method)
-        hv = tables.per_seed(sel, "hypervolume", method=method).mean()
+        need = tables.per_seed(sel, "need_weighted", method=method).mean()
         (me, he), (mc, hc) = mean_ci(emo), mean_ci(cog)
-        means.append((me, mc))
-        ax.errorbar(me, mc, xerr=he, yerr=hc, fmt="o", color=COLORS[method], ms=5,
-                    label=f"{LABELS[method]}  HV={hv:.3f}")
-    pts = np.asarray(means)
-    front = pts[[not np.any(np.all(pts >= p, axis=1) & np.any(pts > p, axis=1)) for p in pts]]
-    front = front[np.argsort(front[:, 0])]
-    xs = np.concatenate([[0.0], np.repeat(front[:, 0], 2)])
-    ys = np.concatenate([np.repeat(front[:, 1], 2), [0.0]])
-    ax.plot(xs, ys, color="0.6", lw=0.9, zorder=0)
+        means[method] = (me, mc)
+        ax.errorbar(me, mc, xerr=he, yerr=hc, fmt="*" if method in PLANNERS else "o",
+                    color=COLORS[method], ms=9 if method in PLANNERS else 5,
+                    label=f"{LABELS[method]}  N={need:.3f}")
+    front = np.asarray([means[m] for m in FRONT if m in means])
+    if len(front):
+        ax.plot(front[:, 0], front[:, 1], color="C0", lw=0.9, zorder=0)
     ax.set(xlabel="emotional improvement E_T - E_0", ylabel="cognitive improvement C_T - C_0",
-           title=f"front hypervolume {hypervolume_2d(pts, (0.0, 0.0)):.3f} (ref. (0, 0))",
            xlim=(0, None), ylim=(0, None))
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return fig
 
 
 @figure("tables/returns.csv")
 def sim2sim(run):
-    """Sim2Sim: final emotional (left) and cognitive (right) improvement per dialogue of every
-    method in distribution, on the shifted persona distribution, and on the differently
-    structured simulator family (tent arousal curve, hard dual-process switch, logit-space
-    transitions); policies trained on the in-distribution MindFlow only. Bars: mean over seeds,
-    error bars: 95% CI."""
+    """Sim2Sim: final emotional improvement (left), cognitive improvement (middle) and
+    need-weighted satisfaction (right) per dialogue of every method in distribution, on the
+    shifted persona distribution, and on the differently structured simulator family (tent
+    arousal curve, hard dual-process switch, logit-space transitions); policies trained on the
+    in-distribution MindFlow only, planners plan on each setting's noise-free simulator. Bars:
+    mean over seeds, error bars: 95% CI."""
     table = tables.read(run.input("returns.csv"))
     methods = _present(table)
-    fig, axes = plotting.subplots(1, 2, width=4.6, height=3.2)
+    fig, axes = plotting.subplots(1, 3, width=4.4, height=3.2)
     width = 0.8 / len(methods)
-    for ax, col in zip(axes[0], ("emo_improvement", "cog_improvement")):
+    for ax, col in zip(axes[0], ("emo_improvement", "cog_improvement", "need_weighted")):
         for i, method in enumerate(methods):
             stats = [mean_ci(tables.per_seed(table, col, method=method, setting=s))
                      for s in SETTINGS]
@@ -132,8 +145,7 @@ def sim2sim(run):
                    color=COLORS[method], label=LABELS[method])
         ax.set_xticks(np.arange(len(SETTINGS)))
         ax.set_xticklabels([SETTING_LABELS[s] for s in SETTINGS], fontsize=7)
-    axes[0, 0].set_ylabel("emotional improvement E_T - E_0")
-    axes[0, 1].set_ylabel("cognitive improvement C_T - C_0")
+        ax.set_ylabel(METRIC_LABELS[col])
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=7)
     return fig

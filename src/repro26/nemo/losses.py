@@ -14,6 +14,12 @@ which turns delayed, two-dimensional feedback (soothing now lets guidance land l
 per-turn vector. Aggregation: the scalar advantage is ``w_t · c_t`` with ``w_t = p(x_t)``, the
 user's current need preference (NeMo), or a fixed vector (the single-objective and fixed-linear
 baselines: the same PPO with different weights).
+
+Plain returns (the same PPO without forward simulation): the need-weighted per-turn reward
+``s_t = p(x_t) · r_t`` of the dialogue actually played, its return-to-go ``Σ_{t' >= t} s_{t'}``,
+minus its mean over the batch's users at the same turn (the per-turn baseline):
+
+    Â_t = Σ_{t' >= t} s_{t'} - mean_users Σ_{t' >= t} s_{t'}.
 """
 
 from __future__ import annotations
@@ -31,8 +37,10 @@ ContinuationFn = Callable[[Array, Array, Array, PRNGKeyArray], Array]
 
 def forward_returns(step_fn: StepFn, policy_fn: ContinuationFn, x: Array, turn: Int[Array, ""],
                     key: PRNGKeyArray, n_actions: int, lookahead: int, horizon: int,
-                    depth: Int[Array, ""] | int | None = None) -> Float[Array, "A k"]:
-    """G_H(x, a) for every first action a (rows), common random numbers across a. ``depth``
+                    depth: Int[Array, ""] | int | None = None
+                    ) -> tuple[Float[Array, "A k"], Int[Array, ""]]:
+    """G_H(x, a) for every first action a (rows), common random numbers across a, and the number
+    of simulator turns whose reward entered a sum (counted as they are taken). ``depth``
     (traced, <= ``lookahead``) truncates the sum to its first ``depth`` turns, so that variants
     with different look-aheads share one compiled program."""
     depth = lookahead if depth is None else depth
@@ -40,24 +48,36 @@ def forward_returns(step_fn: StepFn, policy_fn: ContinuationFn, x: Array, turn: 
 
     def from_action(first):
         def body(carry, h):
-            state, action, total = carry
+            state, action, total, count = carry
             k_step, k_policy = jax.random.split(keys[h])
             nxt, reward = step_fn(state, action, k_step)
-            total = total + jnp.where((turn + h < horizon) & (h < depth), reward, 0.0)
-            return (nxt, policy_fn(nxt, action, turn + h + 1, k_policy), total), None
+            used = (turn + h < horizon) & (h < depth)
+            total = total + jnp.where(used, reward, 0.0)
+            return (nxt, policy_fn(nxt, action, turn + h + 1, k_policy), total,
+                    count + used), None
 
         reward_shape = jax.eval_shape(step_fn, x, first, keys[0])[1]
-        init = (x, first, jnp.zeros(reward_shape.shape, reward_shape.dtype))
-        (_, _, total), _ = jax.lax.scan(body, init, jnp.arange(lookahead))
-        return total
+        init = (x, first, jnp.zeros(reward_shape.shape, reward_shape.dtype), jnp.array(0))
+        (_, _, total, count), _ = jax.lax.scan(body, init, jnp.arange(lookahead))
+        return total, count
 
-    return jax.vmap(from_action)(jnp.arange(n_actions))
+    returns, counts = jax.vmap(from_action)(jnp.arange(n_actions))
+    return returns, counts.sum()
 
 
 def step_credit(returns: Float[Array, "A k"], probs: Float[Array, "A"],
                 action: Int[Array, ""]) -> Float[Array, "k"]:
     """c = G(a_t) - Σ_a π(a) G(a): the chosen strategy's multi-turn effect over the policy's mean."""
     return returns[action] - probs @ returns
+
+
+def plain_advantages(weights: Float[Array, "U T k"], rewards: Float[Array, "U T k"]
+                     ) -> Float[Array, "U T"]:
+    """Â_t: the need-weighted return-to-go of each played dialogue minus its per-turn mean over
+    the batch (no forward simulation)."""
+    scalar = (weights * rewards).sum(-1)
+    to_go = jnp.flip(jnp.cumsum(jnp.flip(scalar, -1), -1), -1)
+    return to_go - to_go.mean(0, keepdims=True)
 
 
 def aggregation_weights(preference: Float[Array, "... 2"], fixed: Float[Array, "2"],

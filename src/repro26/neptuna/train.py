@@ -9,7 +9,6 @@ computed from the previous steps, so each step takes one gradient of the network
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import equinox as eqx
@@ -18,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from repro26.core import timing
 from repro26.core.train import run_loop
 from repro26.neptuna import evaluate, losses, model as models
 
@@ -228,26 +228,22 @@ def baseline_metrics(test_fields, mats, scale, dx: float):
     return jax.vmap(run)(jnp.asarray(test_fields), jnp.asarray(mats))
 
 
-CONTROL = "mse_control"  # a second, separately compiled MSE-only program: the noise floor
-
-
-def time_per_step(losses_to_time, train_fields, cfg, min_steps: int, repeats: int,
-                  name="unet", min_seconds: float = 0.1):
-    """Seconds per training step of each loss plus :data:`CONTROL` (one seed, compile excluded).
-
-    Each loss runs as one compiled ``fori_loop`` over a step count given at run time; the count
-    is raised from ``min_steps`` until one measurement of the fastest loss lasts at least
-    ``min_seconds``, and every loss then runs that same count. ``repeats`` rounds, the order of the
-    losses rotated from round to round (interleaved in one job, so load drifts hit all alike).
-    Returns ({loss: [seconds per step, one per round]}, steps per measurement)."""
+def time_per_step(losses_to_time, train_fields, cfg, steps: int, rounds: int, name="unet",
+                  min_seconds: float = 0.1) -> dict:
+    """CPU time per training step of each loss against MSE-only (one seed, compile excluded),
+    by :func:`repro26.core.timing.interleaved_cpu_times`: each program is one compiled
+    ``fori_loop`` of ``steps`` training steps, called often enough that a measurement spans
+    ``min_seconds`` of CPU; ``rounds`` interleaved rounds with the order rotated; MSE-only timed
+    a second time as the control. Returns the timing result (per-call seconds per round, ratios
+    to MSE-only with intervals widened by the control's noise floor)."""
     norm = Normaliser.fit(train_fields)
     X, Y = pairs(norm(jnp.asarray(train_fields)))
     c, h, w = X.shape[1:]
     optimizer = optimizer_of(cfg)
-    names = (*losses_to_time, CONTROL)
-    runners, states = {}, {}
-    for loss in names:
-        single = make_step("mse" if loss == CONTROL else loss, optimizer, cfg)
+    n = jnp.asarray(max(1, steps), jnp.int32)
+    programs = {}
+    for loss in dict.fromkeys(("mse", *losses_to_time)):
+        single = make_step(loss, optimizer, cfg)
 
         @eqx.filter_jit
         def run(state, key, batch, n, single=single):
@@ -255,26 +251,22 @@ def time_per_step(losses_to_time, train_fields, cfg, min_steps: int, repeats: in
                 return single(s, batch, jax.random.fold_in(key, i))[0]
             return jax.lax.fori_loop(0, n, body, state)
 
-        states[loss] = init_state(name, "mse" if loss == CONTROL else loss, c, (h, w), cfg,
-                                  optimizer, jax.random.PRNGKey(0))
-        runners[loss] = run
+        state = init_state(name, loss, c, (h, w), cfg, optimizer, jax.random.PRNGKey(0))
+        programs[loss] = (lambda run=run, state=state:
+                          run(state, jax.random.PRNGKey(2), (X, Y), n))
+    return timing.interleaved_cpu_times(programs, "mse", rounds=rounds, min_seconds=min_seconds)
 
-    def measure(loss, n, r):
-        t0 = time.perf_counter()
-        jax.block_until_ready(runners[loss](states[loss], jax.random.PRNGKey(2 + r), (X, Y),
-                                            jnp.asarray(n, jnp.int32)))
-        return time.perf_counter() - t0
 
-    for loss in names:
-        measure(loss, 1, 0)  # compile
-    steps = max(1, min_steps)
-    while True:
-        fastest = min(measure(loss, steps, 0) for loss in names)
-        if fastest >= min_seconds:
-            break
-        steps = int(np.ceil(steps * max(2.0, 1.2 * min_seconds / max(fastest, 1e-9))))
-    times = {loss: [] for loss in names}
-    for r in range(repeats):
-        for loss in names[r % len(names):] + names[:r % len(names)]:
-            times[loss].append(measure(loss, steps, r) / steps)
-    return times, steps
+def timing_rows(result: dict, steps: int) -> list[dict]:
+    """Tidy rows of a timing result: per program and round the CPU seconds per step, with the
+    program's ratio to MSE-only (median, interval) and the noise floor repeated on each row."""
+    rows = []
+    for loss, per_round in result["seconds"].items():
+        ratio = result["ratio"].get(loss, {"median": 1.0, "interval": [1.0, 1.0]})
+        for r, sec in enumerate(per_round):
+            rows.append({"loss": loss, "repeat": r, "steps": steps,
+                         "calls": result["calls"][loss], "seconds_per_step": sec / steps,
+                         "ratio_median": ratio["median"], "ratio_lo": ratio["interval"][0],
+                         "ratio_hi": ratio["interval"][1],
+                         "noise_floor": result["noise_floor"]})
+    return rows

@@ -1,0 +1,75 @@
+"""The ideal row's planner against exhaustive search, and every policy parameter learns under
+each trained method's PPO signal."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from repro26.core.learning import assert_every_parameter_learns
+from repro26.nemo import solvers, train
+from repro26.nemo.simulator import N_ACTIONS, MindFlow, Persona, rollout
+
+EFFECTS = jnp.array([[0.15, 0.35], [0.35, 0.2], [0.6, 0.05], [0.35, 0.1], [0.65, 0.02],
+                     [0.05, 0.7], [0.02, 0.6], [0.1, 0.1]])
+RANGES = {"arousal_peak": (0.3, 0.6), "arousal_width": (0.12, 0.25),
+          "affective_gain": (0.2, 0.4), "deliberative_gain": (0.2, 0.4),
+          "reactivity": (0.1, 0.3), "baseline_distress": (0.6, 0.9)}
+
+
+def env(horizon=3, noise=0.0):
+    return MindFlow(EFFECTS, 0.1, noise, 0.05, 0.1, horizon, "mindflow")
+
+
+PERSONA = Persona(*(jnp.asarray(v) for v in (0.45, 0.18, 0.3, 0.3, 0.2, 0.8)))
+
+
+def replay_value(e, plan, objective, key):
+    """The objective of playing ``plan`` from the opening state of ``key`` (plain Python loop)."""
+    x = e.reset(PERSONA, jax.random.split(key)[0])
+    total = 0.0
+    for a in plan:
+        nxt = e.transition(PERSONA, x, jnp.int32(a), jax.random.PRNGKey(0))
+        total += float(solvers.turn_value(e, PERSONA, x, nxt, objective))
+        x = nxt
+    return total
+
+
+@pytest.mark.parametrize("objective", solvers.OBJECTIVES)
+def test_exhaustive_beam_finds_the_brute_force_optimum(objective):
+    e, key = env(horizon=3), jax.random.PRNGKey(5)
+    x0 = e.reset(PERSONA, jax.random.split(key)[0])
+    plan, value = jax.jit(solvers.beam_plan, static_argnums=(3, 4))(
+        e, PERSONA, x0, objective, N_ACTIONS ** 3)
+    brute = max(replay_value(e, p, objective, key)
+                for p in itertools.product(range(N_ACTIONS), repeat=3))
+    assert float(value) == pytest.approx(brute, abs=1e-5)
+    assert replay_value(e, np.asarray(plan), objective, key) == pytest.approx(brute, abs=1e-5)
+    # a narrow beam is a lower bound
+    _, narrow = solvers.beam_plan(e, PERSONA, x0, objective, 2)
+    assert float(narrow) <= brute + 1e-6
+
+
+def test_plan_policy_plays_the_plan():
+    e = env(horizon=4, noise=0.02)
+    plan = jnp.array([2, 4, 5, 6])
+    traj = rollout(e, PERSONA, solvers.plan_policy(plan), jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(traj["action"], plan)
+
+
+class PPO:
+    users_per_batch, epochs, learning_rate, clip_eps, entropy_coef = 4, 2, 3e-3, 0.2, 0.01
+    width, lookahead, iterations, chunk_size = 8, 2, 2, 2
+
+
+@pytest.mark.parametrize("method", train.TRAINED)
+def test_every_policy_parameter_learns(method):
+    e = env(horizon=4, noise=0.02)
+    policy = train.Policy(jax.random.PRNGKey(0), PPO.width)
+    fixed, need_aware = train.method_weights(method)
+    depth = train.method_depth(method, PPO.lookahead)
+    batches = [train.ppo_batch(e, RANGES, PPO, policy, jax.random.PRNGKey(k), fixed,
+                               need_aware, depth)[0] for k in range(3)]
+    assert_every_parameter_learns(policy, lambda m, b: train.batch_loss(m, b, PPO)[0], batches)
