@@ -181,7 +181,8 @@ def scaling_claim(scaling) -> Claim:
     has = len(scaling.get("n", []))
     pick = lambda solver: tables.select(scaling, solver=solver) if has else {}
     ours, pot, cpu = pick("ours_sparse"), pick("pot_dense"), pick("ours_sparse_cpu")
-    cpu = cpu if cpu and "cpu_ratio" in cpu and len(cpu["n"]) else {}
+    present = lambda t, column: t if t and column in t and len(t["n"]) else {}
+    ours, pot, cpu = present(ours, "ari"), present(pot, "time_s"), present(cpu, "cpu_ratio")
     large = ({c: v[np.asarray(ours["n"], float) >= SCALING_MIN_N] for c, v in ours.items()}
              if ours else {})
     cpu_large = ({c: v[np.asarray(cpu["n"], float) >= SCALING_MIN_N] for c, v in cpu.items()}
