@@ -19,7 +19,8 @@ CFG = SimpleNamespace(kernel="matern32", kernels=("matern32", "se"), adversaries
 def scaling_table(exponents: dict[str, float], bound_factor: float = 2.0, uniform_slope: float = 1.0,
                   noise: float = 0.1, adversaries=CFG.adversaries) -> dict[str, np.ndarray]:
     """R_T = (1 + noise·seed) T^exponent per algorithm, every kernel and adversary; the uniform
-    policy's regret T^uniform_slope; the theory bound ``bound_factor`` times exp_weights' T^0.55."""
+    policy's regret T^uniform_slope; the theory bound ``bound_factor`` times exp_weights' T^0.55;
+    γ_T = T^0.2, so the rate's exponent is ½ + 0.1 = 0.6."""
     rows = []
     exponents = {**exponents, "uniform": uniform_slope}
     for kernel in CFG.kernels:
@@ -31,18 +32,19 @@ def scaling_table(exponents: dict[str, float], bound_factor: float = 2.0, unifor
                         scale = np.sqrt(T * T ** 0.2)
                         bound = bound_factor * T ** 0.55 if algo == "exp_weights" else np.nan
                         rows.append((kernel, adversary, algo, T, seed, regret, regret / scale,
-                                     bound, False))
+                                     bound, False, T ** 0.2))
     columns = ("kernel", "adversary", "algo", "horizon", "seed", "regret", "ratio", "theory_bound",
-               "explore_capped")
+               "explore_capped", "gamma_T")
     return {c: np.array([r[i] for r in rows]) for i, c in enumerate(columns)}
 
 
 @pytest.mark.parametrize(("exponent", "bound_factor", "uniform_slope", "verdict"), [
-    (0.55, 2.0, 1.0, "held"),           # below the bound, far below uniform
+    (0.55, 2.0, 1.0, "held"),           # below the bound, slope below the rate's 0.6
     (0.55, 0.5, 1.0, "not held"),       # the regret's CI lies above the bound
     (0.55, 1.08, 1.0, "inconclusive"),  # the mean is above the bound, its CI is not
-    (0.55, 2.0, 0.5, "not held"),       # worse than the uniform policy
-    (0.55, 2.0, 0.55, "inconclusive"),  # tied with uniform: the paired CI contains 0
+    (0.8, 30.0, 1.0, "not held"),       # below the bound, but the slope exceeds the rate
+    (0.55, 2.0, 0.5, "inconclusive"),   # the bound is above uniform's regret: rate not tested
+    (0.55, 2.0, 0.55, "inconclusive"),  # tied with uniform: the bound is vacuous again
 ])
 def test_regret_rate(exponent, bound_factor, uniform_slope, verdict):
     table = scaling_table({"exp_weights": exponent}, bound_factor, uniform_slope)
@@ -51,8 +53,20 @@ def test_regret_rate(exponent, bound_factor, uniform_slope, verdict):
         table["regret"][sel] *= np.where(table["seed"][sel] % 2 == 0, 1.05, 0.95)
     claim = claims.regret_rate(CFG, table)
     assert claim.verdict == verdict, claim.inconclusive_reason
-    slope = claim.measured["per_adversary"]["adaptive"]["local_slope_last_decade"]["mean"]
-    assert slope == pytest.approx(exponent, abs=1e-6)
+    entry = claim.measured["per_adversary"]["adaptive"]
+    assert entry["local_slope_last_decade"]["mean"] == pytest.approx(exponent, abs=1e-6)
+    assert entry["rate_exponent"] == pytest.approx(0.6)
+    assert claim.trivial_passes is False  # uniform play's slope 1 (or 0.5/0.55 above the bound)
+    if verdict == "inconclusive":
+        assert np.isfinite(claim.min_detectable_effect) and claim.effect is not None
+
+
+def test_regret_rate_slope_ci_across_the_rate_is_inconclusive():
+    table = scaling_table({"exp_weights": 0.6}, 10.0, 1.0)
+    sel = table["algo"] == "exp_weights"  # per-seed slopes 0.55, 0.6, 0.65 around 0.6
+    table["regret"][sel] *= table["horizon"][sel] ** (0.05 * (table["seed"][sel] - 1.0))
+    claim = claims.regret_rate(CFG, table)
+    assert claim.verdict == "inconclusive" and "exponent" in claim.inconclusive_reason
 
 
 def test_regret_rate_without_the_uniform_policy_is_inconclusive():
@@ -71,7 +85,8 @@ def test_regret_rate_does_not_ask_the_lower_bound_construction_to_beat_uniform()
     table = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
     claim = claims.regret_rate(cfg, table)
     assert claim.verdict == "held"
-    assert "minus_uniform_at_T_max" not in claim.measured["per_adversary"]["bump"]
+    assert not claim.measured["per_adversary"]["bump"]["rate_tested"]
+    assert "finding_minus_uniform_at_T_max" not in claim.measured["per_adversary"]["bump"]
 
 
 @pytest.mark.parametrize(("exponent", "verdict"), [(1.0, "held"), (0.6, "not held"),
@@ -85,7 +100,8 @@ def test_gp_ucb_linear(exponent, verdict):
 
 
 def fixed_and_timing(nystrom_factor: float, nystrom_seconds: float, spread: float = 0.1):
-    """Exact regret 10 + seed; Nyström regret ``nystrom_factor`` times it at every m."""
+    """Exact regret 10 + seed; Nyström regret ``nystrom_factor`` times it at every m; its CPU
+    time ratio to exact ``nystrom_seconds`` with an interval of ± ``spread`` of it."""
     n_arms = CFG.nystrom.grid
     rows = [("exact", n_arms, seed, 10.0 + seed) for seed in SEEDS]
     rows += [(s, m, seed, nystrom_factor * (10.0 + seed)) for s in CFG.nystrom.samplers
@@ -95,10 +111,13 @@ def fixed_and_timing(nystrom_factor: float, nystrom_seconds: float, spread: floa
              "n_arms": np.full(len(rows), n_arms)}
     timing_rows = [("exact", n_arms, 1.0)] + [(s, m, nystrom_seconds) for s in CFG.nystrom.samplers
                                                for m in CFG.nystrom.m]
-    seconds = np.array([r[2] for r in timing_rows])
+    ratio = np.array([r[2] for r in timing_rows])
+    n = len(timing_rows)
     timing = {"sampler": np.array([r[0] for r in timing_rows]), "m": np.array([r[1] for r in timing_rows]),
-              "seconds_per_round": seconds, "seconds_min": seconds * (1 - spread),
-              "seconds_max": seconds * (1 + spread)}
+              "cpu_seconds_per_round": 1e-4 * ratio, "ratio_to_exact": ratio,
+              "ratio_lo": ratio * (1 - spread), "ratio_hi": ratio * (1 + spread),
+              "noise_floor": np.full(n, 0.02), "timing_rounds": np.full(n, 9),
+              "control_ratio": np.full(n, 1.0)}
     return fixed, timing
 
 
@@ -106,10 +125,11 @@ def fixed_and_timing(nystrom_factor: float, nystrom_seconds: float, spread: floa
     (1.05, 0.2, 0.1, "held"),          # within 10% and faster
     (1.25, 0.2, 0.1, "not held"),      # faster but 25% more regret
     (1.0, 1.5, 0.1, "not held"),       # same regret, slower
-    (1.0, 0.9, 0.3, "inconclusive"),   # faster by median, but the timing ranges overlap
+    (1.0, 0.9, 0.3, "inconclusive"),   # faster by median, but the interval contains 1
 ])
 def test_nystrom_matches_exact(factor, seconds, spread, verdict):
     claim = claims.nystrom_matches_exact(CFG, *fixed_and_timing(factor, seconds, spread))
     assert claim.verdict == verdict
     assert claim.measured["m"] == 32  # the smallest m >= sqrt(400) = 20
     assert claim.measured["by_sampler"]["leverage"]["regret_ratio_to_exact"] == pytest.approx(factor)
+    assert claim.timing["basis"] == "cpu"

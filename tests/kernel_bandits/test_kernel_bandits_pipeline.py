@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from repro26.core import io
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, resolve_run_config, run_stage
 from repro26.core.config import ConfigError, UsageError, as_dict, config_hash, deep_merge
 from repro26.kernel_bandits import cli, train
@@ -102,8 +103,9 @@ def test_smoke_pipeline_end_to_end(smoke_cfg, tmp_path):
         png = _run(cfg, "figure", tmp_path / "figures" / f"{name}.png", inputs=inputs, name=name)
         assert png.stat().st_size > 1000 and png.with_suffix(".pdf").is_file()
         assert png.with_suffix(".rst").read_text().strip()
-    claims = json.loads(_run(cfg, "claims", tmp_path / "claims.json",
-                             inputs=[scaling, fixed_table, timing]).read_text())
+    claims_path = _run(cfg, "claims", tmp_path / "claims.json", inputs=[scaling, fixed_table, timing])
+    assert validate_claims_file(claims_path) == []
+    claims = json.loads(claims_path.read_text())
     assert [c["id"] for c in claims["claims"]] == ["regret_rate", "gp_ucb_linear", "nystrom_matches_exact"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
     assert claims["meta"]["config_hash"] == config_hash(as_dict(cfg))

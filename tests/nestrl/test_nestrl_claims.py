@@ -1,5 +1,6 @@
 """Each nestrl claim predicate on synthetic pairs tables: one that holds, one that does not,
-and one that is inconclusive (the baseline does not beat the trivial ego, or the CI contains 0)."""
+and one that is inconclusive (the baseline does not beat the trivial ego, the CI contains 0,
+or the ideal row fails); budgets are read off training tables."""
 
 from types import SimpleNamespace
 
@@ -9,69 +10,100 @@ import pytest
 from repro26.nestrl import claims, evaluate
 from repro26.nestrl.env import SCRIPTED
 
-CFG = SimpleNamespace(seeds=(0, 1, 2, 3), levels=2, layouts=("cramped_room",))
+CFG = SimpleNamespace(seeds=(0, 1, 2, 3), levels=2, layouts=("cramped_room",), eval_repeats=3,
+                      hidden=4)
 JITTER = np.array([0.0, 1.0, -1.0, 0.5])
-BASE = {"heldout": 10.0, "q1": 2.0, "q4": 3.0, "self": 10.0, "cross": 10.0}
+BASE = {"heldout": 10.0, "q1": 2.0, "q4": 3.0, "adapt": 0.0, "self": 10.0, "cross": 10.0}
 
 
 def pairs_table(spec):
     """pairs.csv rows: ego e of seed s with every partner; ``spec[e]`` gives the held-out return,
-    its first and last quarter, the return with itself and with its kind from other seeds."""
+    its first and last quarter, its adaptability, the return with itself and with its kind from
+    other seeds."""
     learned = evaluate.ego_types(CFG)
     partners = [(p, ps) for p in learned for ps in CFG.seeds] + [(p, -1) for p in SCRIPTED]
     rows = {k: [] for k in ("layout", "ego", "seed", "partner", "partner_seed", "partner_group",
-                            "return", "q1", "q4")}
-    for ego in [*learned, *evaluate.TRIVIAL]:
+                            "return", "q1", "q4", "adapt")}
+    for ego in [*learned, evaluate.IDEAL, *evaluate.TRIVIAL]:
         v = {**BASE, **spec.get(ego, {})}
         for s in CFG.seeds:
             for p, ps in partners:
                 group = evaluate.partner_group(ego, s, p, ps)
+                held = group in claims.HELDOUT_GROUPS
                 if p == ego:
                     ret = v["self"] if ps in (s, -1) else v["cross"]
                 else:
-                    ret = v["heldout"] if group in claims.HELDOUT_GROUPS else 0.0
-                q1, q4 = (v["q1"], v["q4"]) if group in claims.HELDOUT_GROUPS else (0.0, 0.0)
+                    ret = v["heldout"] if held else 0.0
+                q1, q4, adapt = (v["q1"], v["q4"], v["adapt"]) if held else (0.0, 0.0, 0.0)
                 for k, x in (("layout", "cramped_room"), ("ego", ego), ("seed", s), ("partner", p),
                              ("partner_seed", ps), ("partner_group", group),
-                             ("return", ret + JITTER[s]), ("q1", q1), ("q4", q4 + JITTER[s])):
+                             ("return", ret + JITTER[s]), ("q1", q1), ("q4", q4),
+                             ("adapt", adapt + JITTER[s])):
                     rows[k].append(x)
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
 NEST = "level2"
+TRIV = {"subtask": {"heldout": 20, "self": 20}, "random": {"heldout": 0, "self": 0}}
 
 
 @pytest.mark.parametrize(("spec", "verdict"), [
     ({NEST: {"heldout": 60}, "fcp": {"heldout": 40}, "sp": {"heldout": 30},
-      "subtask": {"heldout": 20}, "random": {"heldout": 0}}, "held"),
+      "br": {"heldout": 70}}, "held"),
     ({NEST: {"heldout": 30}, "fcp": {"heldout": 50}, "sp": {"heldout": 45},
-      "subtask": {"heldout": 20}, "random": {"heldout": 0}}, "not held"),
+      "br": {"heldout": 70}}, "not held"),
     ({NEST: {"heldout": 60}, "fcp": {"heldout": 15}, "sp": {"heldout": 30},
-      "subtask": {"heldout": 20}, "random": {"heldout": 0}}, "inconclusive"),
+      "br": {"heldout": 70}}, "inconclusive"),  # FCP does not beat the scripted ego
+    ({NEST: {"heldout": 60}, "fcp": {"heldout": 40}, "sp": {"heldout": 30},
+      "br": {"heldout": 35}}, "inconclusive"),  # the ideal row fails: the task cannot show it
 ])
 def test_heldout_return(spec, verdict):
-    assert claims.heldout_return_claim(pairs_table(spec), CFG).verdict == verdict
+    claim = claims.heldout_return_claim(pairs_table({**TRIV, **spec}), CFG)
+    assert claim.verdict == verdict
+    assert claim.trivial_passes is False
+    if verdict == "inconclusive":
+        assert np.isfinite(claim.min_detectable_effect) and claim.effect is not None
 
 
 @pytest.mark.parametrize(("spec", "verdict"), [
-    ({NEST: {"q1": 5, "q4": 20}, "fcp": {"heldout": 40, "q1": 8, "q4": 10},
-      "subtask": {"heldout": 20}}, "held"),
-    ({NEST: {"q1": 8, "q4": 9}, "fcp": {"heldout": 40, "q1": 5, "q4": 20},
-      "subtask": {"heldout": 20}}, "not held"),
-    ({NEST: {"q1": 5, "q4": 20}, "fcp": {"heldout": 10, "q1": 8, "q4": 10},
-      "subtask": {"heldout": 20}}, "inconclusive"),
+    ({NEST: {"adapt": 5}, "fcp": {"heldout": 40, "adapt": 0}}, "held"),
+    ({NEST: {"adapt": 0}, "fcp": {"heldout": 40, "adapt": 5}}, "not held"),
+    ({NEST: {"adapt": 5}, "fcp": {"heldout": 10, "adapt": 0}}, "inconclusive"),
 ])
 def test_adaptability(spec, verdict):
-    assert claims.adaptability_claim(pairs_table(spec), CFG).verdict == verdict
+    claim = claims.adaptability_claim(pairs_table({**TRIV, **spec}), CFG)
+    assert claim.verdict == verdict
+    assert claim.ideal is None and claim.ideal_note
 
 
 @pytest.mark.parametrize(("spec", "verdict"), [
-    ({"sp": {"self": 80, "cross": 20}, NEST: {"self": 50, "cross": 48},
-      "subtask": {"self": 20}}, "held"),
-    ({"sp": {"self": 80, "cross": 60}, NEST: {"self": 80, "cross": 10},
-      "subtask": {"self": 20}}, "not held"),
-    ({"sp": {"self": 15, "cross": 2}, NEST: {"self": 50, "cross": 48},
-      "subtask": {"self": 20}}, "inconclusive"),
+    ({"sp": {"self": 80, "cross": 20}, NEST: {"self": 50, "cross": 48}}, "held"),
+    ({"sp": {"self": 80, "cross": 60}, NEST: {"self": 80, "cross": 10}}, "not held"),
+    ({"sp": {"self": 80, "cross": 20}, NEST: {"self": 5, "cross": 4}}, "not held"),  # cannot play
+    ({"sp": {"self": 15, "cross": 2}, NEST: {"self": 50, "cross": 48}}, "inconclusive"),
 ])
 def test_no_partner_specific_conventions(spec, verdict):
-    assert claims.convention_claim(pairs_table(spec), CFG).verdict == verdict
+    claim = claims.convention_claim(pairs_table({**TRIV, **spec}), CFG)
+    assert claim.verdict == verdict
+    assert claim.trivial_passes is False  # a scripted pair has no conventions but cannot play
+
+
+def test_budgets_are_read_off_the_training_tables_and_count_the_partners():
+    kinds = {"level0": 4, "level1": 2, "level2": 2, "fcp": 1, "mep_pop": 2, "mep": 1, "br": 1}
+    rows = {k: [] for k in ("kind", "seed", "member", "env_steps", "gradient_steps", "obs_dim")}
+    for kind, members in kinds.items():
+        for s in CFG.seeds:
+            for m in range(members):
+                for u in (1, 2):
+                    for k, x in (("kind", kind), ("seed", s), ("member", m),
+                                 ("env_steps", 100 * u), ("gradient_steps", 16 * u),
+                                 ("obs_dim", 6)):
+                        rows[k].append(x)
+    curves = {k: np.asarray(v) for k, v in rows.items()}
+    b = claims.budgets(CFG, curves, ("level2", "fcp", "sp", "br"))
+    assert {a: b[a]["env_steps"] for a in b} == {"level2": 200, "fcp": 200, "sp": 200, "br": 200}
+    assert b["fcp"]["optimiser_steps"] == 32
+    assert b["sp"]["env_steps_with_partners"] == 4 * 200
+    assert b["fcp"]["env_steps_with_partners"] == (1 + 4) * 200
+    assert b["level2"]["env_steps_with_partners"] == (2 + 2 + 4) * 200
+    assert b["br"]["env_steps_with_partners"] == sum(kinds.values()) * 200

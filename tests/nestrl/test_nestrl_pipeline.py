@@ -20,24 +20,30 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     cfg = run.cfg = dataclasses.replace(run.cfg, levels=1)
     runs = tmp_path / "runs" / "cramped_room"
     for kind, partners in (("level0", []), ("level1", ["level0"]), ("fcp", ["level0"]),
-                           ("mep_pop", []), ("mep", ["mep_pop"])):
+                           ("mep_pop", []), ("mep", ["mep_pop"]),
+                           ("br", ["level0", "fcp", "mep", "level1"])):
         run("train", runs / f"{kind}.npz", [runs / f"{p}.npz" for p in partners],
             variant=f"layout=cramped_room,kind={kind}")
         curve = io.read_table(runs / f"{kind}.csv")
         assert len(curve["return"]) == cfg.updates * len(cfg.seeds) * (
             cfg.sp_members + len(cfg.biases) if kind == "level0" else
-            cfg.mep_members if kind == "mep_pop" else 1 if kind in ("fcp", "mep") else cfg.level_size)
+            cfg.mep_members if kind == "mep_pop" else 1 if kind in ("fcp", "mep", "br")
+            else cfg.level_size)
     assert not list(runs.glob("*.ckpt*"))
     pairs = tmp_path / "tables" / "pairs_cramped_room.csv"
     run("evaluate", pairs, sorted(runs.glob("*.npz")), variant="layout=cramped_room")
     table = io.read_table(pairs)
-    n_learned = 4 * len(cfg.seeds)  # sp, fcp, mep, level1 per seed
-    assert len(table["return"]) == (n_learned + 2 * len(cfg.seeds)) * (n_learned + 4)
+    n_learned = 4 * len(cfg.seeds)  # sp, fcp, mep, level1 per seed (partners); br only an ego
+    assert len(table["return"]) == (n_learned + 3 * len(cfg.seeds)) * (n_learned + 4)
     q = np.stack([table[f"q{i}"] for i in range(1, 5)], 1)
     episodes = np.stack([table[f"episode{j}"] for j in range(1, cfg.eval_repeats + 1)], 1)
     np.testing.assert_allclose(q.sum(1), episodes.mean(1), atol=1e-4)  # quarters add up
     soups = table["return"] * cfg.eval_envs * cfg.eval_repeats / 20  # whole soups in total
     np.testing.assert_allclose(soups, np.round(soups), atol=1e-3)
+    carried = np.stack([table[f"carried{j}"] for j in range(1, cfg.eval_repeats + 1)], 1)
+    np.testing.assert_allclose(table["adapt"], (carried - episodes)[:, 1:].mean(1), atol=1e-4)
+    scripted = np.isin(table["ego"], ["random", "subtask"])  # no memory: carrying changes nothing
+    np.testing.assert_allclose(carried[scripted], episodes[scripted])
     groups = set(table["partner_group"].tolist())
     assert {"self", "heldout_learned", "proxy"} <= groups
     tables = [pairs, *sorted(runs.glob("*.csv"))]

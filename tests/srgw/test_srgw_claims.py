@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from repro26.core import tables
 from repro26.srgw import claims
 
 NS = [100, 200, 500, 1000]
@@ -65,8 +66,10 @@ def test_rate_claim_is_inconclusive_when_the_slope_ci_straddles_the_threshold():
     assert claim.min_detectable_effect > 0.5
 
 
-def scaling_table(slope, ari=0.99, ns=(1000, 10_000, 100_000, 1_000_000)):
-    """Seconds per iteration = 1e-7 n^slope, one sparse A @ T at 0.7 of it; POT dense rows."""
+def scaling_table(slope, ari=0.99, ns=(1000, 10_000, 100_000, 1_000_000), spread=0.1):
+    """Wall seconds per iteration = 1e-7 n^slope, one sparse A @ T at 0.7 of it; POT dense rows;
+    CPU-time rows of one job: ratio (n/n0)^slope to n0 = the smallest n >= 1e4, interval
+    ± ``spread`` of it."""
     rows = [{"solver": "ours_sparse", "n": n, "iteration_s": 1e-7 * n**slope,
              "matmul_s": 7e-8 * n**slope, "time_s": 1e-6 * n**slope, "iterations": 8,
              "iteration_over_matmul": 1 / 0.7, "memory_mb": 1e-3 * n, "rss_peak_mb": 400.0,
@@ -75,16 +78,25 @@ def scaling_table(slope, ari=0.99, ns=(1000, 10_000, 100_000, 1_000_000)):
               "time_s": 1e-8 * n**3, "iterations": 3, "iteration_over_matmul": np.nan,
               "memory_mb": 24 * n**2 / 2**20, "rss_peak_mb": np.nan, "ari": ari}
              for n in (500, 1000, 2000)]
-    return {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
+    n0 = min([n for n in ns if n >= claims.SCALING_MIN_N] or ns)
+    rows += [{"solver": "ours_sparse_cpu", "n": n, "cpu_iteration_s": 1e-7 * n**slope,
+              "cpu_ratio": (n / n0) ** slope, "cpu_ratio_lo": (n / n0) ** slope * (1 - spread),
+              "cpu_ratio_hi": (n / n0) ** slope * (1 + spread), "base_n": n0,
+              "noise_floor": 0.05, "timing_rounds": 7, "control_ratio": 1.0} for n in ns]
+    return tables.concat([{k: np.asarray([r[k]]) for k in r} for r in rows])
 
 
-@pytest.mark.parametrize(("slope", "ari", "ns", "verdict"), [
-    (1.0, 0.99, (1000, 10_000, 100_000, 1_000_000), "held"),
-    (1.6, 0.99, (1000, 10_000, 100_000, 1_000_000), "not held"),  # superlinear per iteration
-    (1.0, 0.40, (1000, 10_000, 100_000, 1_000_000), "not held"),  # fast, but blocks lost
-    (1.0, 0.99, (300, 1000, 10_000), "inconclusive"),             # one size >= 1e4: no slope
+@pytest.mark.parametrize(("slope", "ari", "ns", "spread", "verdict"), [
+    (1.0, 0.99, (1000, 10_000, 100_000, 1_000_000), 0.1, "held"),
+    (1.6, 0.99, (1000, 10_000, 100_000, 1_000_000), 0.1, "not held"),  # superlinear
+    (1.0, 0.40, (1000, 10_000, 100_000, 1_000_000), 0.1, "not held"),  # fast, but blocks lost
+    (1.0, 0.99, (300, 1000, 10_000), 0.1, "inconclusive"),             # one size >= 1e4
+    (1.25, 0.99, (10_000, 100_000), 0.2, "inconclusive"),              # interval holds the bound
 ])
-def test_scaling_claim_flips(slope, ari, ns, verdict):
-    claim = claims.scaling_claim(scaling_table(slope, ari, ns))
+def test_scaling_claim_flips(slope, ari, ns, spread, verdict):
+    claim = claims.scaling_claim(scaling_table(slope, ari, ns, spread))
     assert claim.verdict == verdict
+    assert claim.timing["basis"] == "cpu"
     assert np.isclose(claim.measured["pot_memory_slope"], 2.0)
+    if verdict == "inconclusive":
+        assert np.isfinite(claim.min_detectable_effect) and claim.effect is not None

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from repro26.core import io
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, resolve_run_config, run_stage
 from repro26.core.config import ConfigError, UsageError
 from repro26.srgw import cli
@@ -31,7 +33,11 @@ def test_smoke_end_to_end(tmp_path):
             fits.append(path)
     run("pot", tmp_path / "pot" / "seed0.csv", seed=0)
     run("real", tmp_path / "real" / "real.csv")
-    run("evaluate", tmp_path / "tables", [*fits, tmp_path / "pot" / "seed0.csv"])
+    run("scaling_cpu", tmp_path / "scaling" / "cpu.csv")
+    cpu = io.read_table(tmp_path / "scaling" / "cpu.csv")
+    assert cpu["n"].tolist() == list(cfg.scaling_ns) and (cpu["cpu_iteration_s"] > 0).all()
+    run("evaluate", tmp_path / "tables", [*fits, tmp_path / "pot" / "seed0.csv",
+                                          tmp_path / "scaling" / "cpu.csv"])
     chosen = (tmp_path / "tables" / "k_chosen.csv").read_text()
     assert "K_theory" in chosen and "absdiff" in chosen
     tables = [tmp_path / "tables" / f"{t}.csv" for t in ("fits", "pot", "scaling")]
@@ -42,6 +48,7 @@ def test_smoke_end_to_end(tmp_path):
     run("figure", tmp_path / "figures" / "real_networks.png",
         [tmp_path / "real" / "real.csv", tmp_path / "real" / "real.npz"], name="real_networks")
     run("claims", tmp_path / "claims.json", tables)
+    assert validate_claims_file(tmp_path / "claims.json") == []
     claims = json.loads((tmp_path / "claims.json").read_text())
     assert [c["id"] for c in claims["claims"]] == ["gap_rate", "minimax_rate", "pot_agreement",
                                                    "sparse_scaling"]

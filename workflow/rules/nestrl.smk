@@ -1,16 +1,17 @@
 # nestrl (issue 24): nested level-k training for human-AI teaming in Overcooked.
 # train (per layout and kind, every seed vmapped in one job): level0 -> level1 -> ... -> level<K>,
-# level0 -> fcp, mep_pop -> mep; evaluate (per layout: every ego with every partner); figures,
+# level0 -> fcp, mep_pop -> mep, all of them -> br (the ideal row's best response); evaluate (per layout: every ego with every partner); figures,
 # claims and the `nestrl` target come from workflow/rules/protocol.smk.
 NESTRL = "nestrl"
 NESTRL_CFG = method_config(NESTRL)
 NESTRL_KINDS = (
     ["level0"]
     + [f"level{k}" for k in range(1, NESTRL_CFG["levels"] + 1)]
-    + ["fcp", "mep_pop", "mep"]
+    + ["fcp", "mep_pop", "mep", "br"]
 )
 
-# the training job whose agents are a kind's partners: level k-1, level0 (FCP), mep_pop (MEP)
+# the training jobs whose agents are a kind's partners: level k-1, level0 (FCP), mep_pop (MEP),
+# every evaluated learned type (br)
 from repro26.nestrl.cli import partner_inputs as nestrl_partner_inputs
 
 
@@ -19,7 +20,7 @@ rule nestrl_train:
     input:
         cfg=config_path(NESTRL, "train"),
         partners=lambda w: [
-            out(NESTRL, "runs", w.layout, f"{stem}.npz") for stem in nestrl_partner_inputs(w.kind)
+            out(NESTRL, "runs", w.layout, f"{stem}.npz") for stem in nestrl_partner_inputs(w.kind, NESTRL_CFG["levels"])
         ],
     output:
         npz=out(NESTRL, "runs", "{layout}", "{kind}.npz"),

@@ -14,7 +14,7 @@ SRGW_SCALING = [
     out(SRGW, "scaling", f"{solver}_n{n}.csv")
     for solver, key in (("ours", "scaling_ns"), ("pot", "scaling_pot_ns"))
     for n in SRGW_CFG.get(key, [])
-]
+] + ([out(SRGW, "scaling", "cpu.csv")] if SRGW_CFG.get("scaling_ns") else [])
 
 
 rule srgw_data:
@@ -102,6 +102,25 @@ rule srgw_scaling:
         ENV
     shell:
         stage(SRGW, "scaling", "--variant n={wildcards.n},solver={wildcards.solver} --out {output}")
+
+
+rule srgw_scaling_cpu:
+    """CPU seconds per srGW iteration at every n of the sparse scaling grid, in one job."""
+    input:
+        cfg=config_path(SRGW, "scaling_cpu"),
+    output:
+        out(SRGW, "scaling", "cpu.csv"),
+    log:
+        log_path(SRGW, "scaling_cpu"),
+    benchmark:
+        bench_path(SRGW, "scaling_cpu")
+    threads: THREADS
+    resources:
+        **train_resources(mem_mb_small=4000),
+    conda:
+        ENV
+    shell:
+        stage(SRGW, "scaling_cpu", "--out {output}")
 
 
 rule srgw_real:

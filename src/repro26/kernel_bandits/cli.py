@@ -6,7 +6,7 @@ Stages (one Snakemake rule each; ``--variant`` takes ``key=value,...``):
 * ``tune``      --variant adversary=A            η-scale sweep of exp_weights on held-out seeds -> csv
 * ``simulate``  --variant algo=..,adversary=..,kernel=..,grid=..,study=scaling|fixed
                 one algorithm against one adversary, all seeds vmapped, every horizon -> csv
-* ``timing``    seconds per round, exact vs Nyström, back to back in one process -> csv
+* ``timing``    CPU seconds per round, exact vs Nyström, interleaved rounds with a control -> csv
 * ``evaluate_scaling`` / ``evaluate_fixed``   tidy per-seed regret tables
 
 The ``figure`` stages (``figures.FIGURES``) and ``claims`` (``claims.CLAIMS``) come from core.
@@ -87,8 +87,13 @@ class NystromConfig:
     m: tuple[int, ...]
     samplers: tuple[SamplerName, ...]
     claim_sampler: SamplerName
-    timing_rounds: int
-    timing_repeats: int
+    timing_rounds: int  # game rounds per timed call
+    timing_repeats: int  # interleaved timing rounds (core.timing; at least 3)
+
+    def __post_init__(self):
+        if self.timing_repeats < 3 or self.timing_rounds < 1:
+            raise ConfigError(f"kernel_bandits.nystrom.timing_repeats: at least 3 interleaved "
+                              f"rounds (and timing_rounds >= 1), got {self.timing_repeats}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,23 +279,33 @@ def simulate_stage(run: Run) -> None:
 
 @stage()
 def timing_stage(run: Run) -> None:
-    """Seconds per round of exact and every Nyström exp_weights, measured back to back."""
+    """CPU seconds per round of exact and every Nyström exp_weights, in interleaved rounds with
+    a control (exact timed against itself): ``repro26.core.timing``."""
+    from repro26.core.timing import interleaved_cpu_times
     from repro26.kernel_bandits import train
 
     cfg: Config = run.cfg
     problem = _load_problem(run.input(".npz"), cfg.kernel, cfg.lengthscale)
     seeds, horizon = list(cfg.seeds), cfg.fixed_horizon
     adversaries, _ = train.build_adversaries(cfg.fixed_adversary, problem, horizon, seeds, cfg)
-    variants = [("exact", "exp_weights", problem.n_arms)] + [
-        (s, train.nystrom_name(s, m), m) for s in cfg.nystrom.samplers for m in cfg.nystrom.m]
+    variants = {"exp_weights": ("exact", problem.n_arms)} | {
+        train.nystrom_name(s, m): (s, m) for s in cfg.nystrom.samplers for m in cfg.nystrom.m}
+    rounds = cfg.nystrom.timing_rounds
+    programs = {algo: train.round_program(train.build_learners(algo, problem, horizon, seeds, cfg),
+                                          adversaries, seeds, problem.n_arms, rounds)
+                for algo in variants}
+    t = interleaved_cpu_times(programs, "exp_weights", rounds=cfg.nystrom.timing_repeats)
+    control = t["ratio"]["control"]["median"]
     rows = []
-    for sampler, algo, m in variants:
-        learners = train.build_learners(algo, problem, horizon, seeds, cfg)
-        times = train.seconds_per_round(learners, adversaries, seeds, problem.n_arms,
-                                        cfg.nystrom.timing_rounds, cfg.nystrom.timing_repeats)
+    for algo, (sampler, m) in variants.items():
+        ratio = t["ratio"].get(algo, {"median": 1.0, "interval": [1.0, 1.0]})
         rows.append({"algo": algo, "sampler": sampler, "m": m, "n_arms": problem.n_arms,
-                     "seeds_per_round": len(seeds), **times})
-    io.write_table(run.out, rows, run.meta(rounds=cfg.nystrom.timing_rounds, repeats=cfg.nystrom.timing_repeats))
+                     "seeds_per_round": len(seeds),
+                     "cpu_seconds_per_round": float(np.median(t["seconds"][algo])) / rounds,
+                     "ratio_to_exact": ratio["median"], "ratio_lo": ratio["interval"][0],
+                     "ratio_hi": ratio["interval"][1], "noise_floor": t["noise_floor"],
+                     "timing_rounds": t["rounds"], "control_ratio": control})
+    io.write_table(run.out, rows, run.meta(rounds=rounds, repeats=t["rounds"]))
 
 
 @stage()

@@ -13,8 +13,7 @@ game does not depend on which other seeds share the job.
 from __future__ import annotations
 
 import math
-import statistics
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -162,12 +161,9 @@ def play(learners, adversaries, seeds, n_arms: int, horizon: int, *, chunk_size:
     return history["loss"]
 
 
-def seconds_per_round(learners, adversaries, seeds, n_arms: int, rounds: int, repeats: int,
-                      min_seconds: float = 0.1) -> dict[str, float]:
-    """Median, min and max over ``repeats`` of the wall time of one round (all seeds together,
-    compiled, after a warm-up run). Each measurement runs the ``rounds``-round scan as often as
-    it takes to last at least ``min_seconds``, so timer resolution and scheduler noise stay
-    small against it."""
+def round_program(learners, adversaries, seeds, n_arms: int, rounds: int) -> Callable[[], Any]:
+    """A compiled ``rounds``-round scan of the game, all seeds together, as a no-argument
+    program for :func:`repro26.core.timing.interleaved_cpu_times`."""
     data = (learners, adversaries, jnp.asarray(seeds))
 
     @eqx.filter_jit
@@ -179,18 +175,7 @@ def seconds_per_round(learners, adversaries, seeds, n_arms: int, rounds: int, re
         return jax.lax.scan(body, state, jnp.arange(rounds))[1]
 
     state = init_game(learners, seeds, n_arms)
-    jax.block_until_ready(run(state, data))  # compiles
-    start = time.perf_counter()
-    jax.block_until_ready(run(state, data))
-    calls = max(1, math.ceil(min_seconds / max(time.perf_counter() - start, 1e-9)))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            jax.block_until_ready(run(state, data))
-        times.append((time.perf_counter() - start) / (calls * rounds))
-    return {"seconds_per_round": statistics.median(times), "seconds_min": min(times),
-            "seconds_max": max(times)}
+    return lambda: run(state, data)
 
 
 def _concat(trees) -> Any:

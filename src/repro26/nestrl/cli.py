@@ -65,6 +65,12 @@ def check(cfg: Config) -> None:
     if cfg.minibatches < 1 or cfg.num_envs % cfg.minibatches:
         raise ConfigError(f"nestrl.minibatches: must divide num_envs ({cfg.num_envs}), got "
                           f"{cfg.minibatches}")
+    if cfg.eval_repeats < 2:
+        raise ConfigError(f"nestrl.eval_repeats: at least 2 (adaptability over repeated episodes), "
+                          f"got {cfg.eval_repeats}")
+    if not 0 < cfg.shaped_anneal <= 1:
+        raise ConfigError(f"nestrl.shaped_anneal: a fraction of training in (0, 1], got "
+                          f"{cfg.shaped_anneal}")
     if cfg.eval_envs < 2 or cfg.eval_envs % 2:
         raise ConfigError(f"nestrl.eval_envs: even and at least 2 (both seats), got {cfg.eval_envs}")
     if cfg.updates % min(cfg.chunk_updates, cfg.updates):
@@ -89,31 +95,50 @@ def _layout(cfg: Config, layout: str) -> str:
     return layout
 
 
-def partner_inputs(kind: str) -> list[str]:
+def partner_inputs(kind: str, levels: int) -> list[str]:
     """Training jobs whose agents are this kind's partners (file stems)."""
     if kind == "fcp":
         return ["level0"]
     if kind == "mep":
         return ["mep_pop"]
+    if kind == "br":
+        return ["level0", "fcp", "mep", *(f"level{k}" for k in range(1, levels + 1))]
     if kind.startswith("level") and kind != "level0":
         return [f"level{int(kind[5:]) - 1}"]
     return []
 
 
-def partner_pool(cfg: Config, game, kind: str, path: Path):
+def heldout_pool(cfg: Config, agents: list):
+    """The best response's partners, leading axes [seed, P]: for seed s every agent in
+    ``agents`` (each with leading axis [seed]) of the other seeds, P = (S - 1) x len(agents)."""
+    import jax
+    import jax.numpy as jnp
+
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs, 1), *agents)  # [S, types]
+    n = len(cfg.seeds)
+    others = jnp.asarray([[t for t in range(n) if t != s] for s in range(n)])  # [S, S-1]
+    return jax.tree.map(lambda x: x[others].reshape(n, -1, *x.shape[2:]), stacked)
+
+
+def partner_pool(cfg: Config, game, kind: str, run: Run):
     """The partners of ``kind``'s learners, leading axes [seed, P]: level k-1 for level k, the
-    self-play members and their snapshots for FCP, the MEP population for MEP."""
+    self-play members and their snapshots for FCP, the MEP population for MEP, and for the
+    best response every learned type of the other seeds (member 0: the evaluated agents)."""
     import jax
     import jax.numpy as jnp
 
     from repro26.nestrl.train import load_agents
 
+    paths = {stem: run.input(f"{stem}.npz") for stem in partner_inputs(kind, cfg.levels)}
     if kind == "fcp":
-        snaps = load_agents(path, cfg, game, prefix="snap")  # [K, S, M0]
+        snaps = load_agents(paths["level0"], cfg, game, prefix="snap")  # [K, S, M0]
         sp = jax.tree.map(lambda x: x[:, :, : cfg.sp_members], snaps)
         return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape(
             x.shape[1], -1, *x.shape[3:]), sp)
-    return load_agents(path, cfg, game)
+    if kind == "br":
+        first = lambda stem: jax.tree.map(lambda x: x[:, 0], load_agents(paths[stem], cfg, game))
+        return heldout_pool(cfg, [first(stem) for stem in paths])
+    return load_agents(next(iter(paths.values())), cfg, game) if paths else None
 
 
 @stage({"layout": str, "kind": str})
@@ -124,10 +149,7 @@ def train_stage(run: Run) -> None:
     cfg = run.cfg
     layout, kind = _layout(cfg, run.variant["layout"]), _kind(cfg, run.variant["kind"])
     game = env.game(layout, cfg.horizon)
-    needed = partner_inputs(kind)
-    pool = None
-    if needed:
-        pool = partner_pool(cfg, game, kind, run.input(f"{needed[0]}.npz"))
+    pool = partner_pool(cfg, game, kind, run)
     out = Path(run.out)
     agents, snaps, history = train.train(cfg, game, kind, pool, checkpoint=out.with_suffix(".ckpt"),
                                          progress=run.progress)
@@ -147,7 +169,8 @@ def evaluate_stage(run: Run) -> None:
     game = env.game(layout, cfg.horizon)
     load = lambda stem: train.load_agents(run.input(f"{stem}.npz"), cfg, game)
     first = lambda a: jax.tree.map(lambda x: x[:, 0], a)  # member 0 of every seed
-    trained = {"sp": first(load("level0")), "fcp": first(load("fcp")), "mep": first(load("mep"))}
+    trained = {"sp": first(load("level0")), "fcp": first(load("fcp")), "mep": first(load("mep")),
+               "br": first(load("br"))}
     for k in range(1, cfg.levels + 1):
         trained[f"level{k}"] = first(load(f"level{k}"))
     rows = evaluate.evaluate(cfg, game, trained, jax.random.PRNGKey(2024))

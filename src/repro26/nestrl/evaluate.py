@@ -1,18 +1,23 @@
 """Play every (ego, partner) pair and write one tidy table, ``pairs.csv``.
 
-An *actor* is a learned agent (GRU, actions sampled from its policy, hidden state reset at each
-episode start) or a scripted one (``env.SCRIPTED``, memory kept across episodes). Each pair plays
-``eval_envs`` episodes in parallel (half with the ego in seat 0, half in seat 1), ``eval_repeats``
-times in a row with the same partner (the repeated-episodes adaptability). Per pair the table
-holds the mean team return (20 per soup), its quarters (the within-episode adaptability: last
-minus first quarter) and the return of each repeated episode.
+An *actor* is a learned agent (GRU, actions sampled from its policy) or a scripted one
+(``env.SCRIPTED``, memory kept across episodes). Each pair plays ``eval_envs`` episodes in
+parallel (half with the ego in seat 0, half in seat 1), ``eval_repeats`` times in a row with the
+same partner, and that twice with the same keys: the ego's recurrent state reset at every
+episode start, and carried over from the previous episode. Per pair the table holds the mean
+team return (20 per soup, reset), its quarters, the return of each repeated episode (reset,
+``episode<j>``; carried, ``carried<j>``) and the adaptability over the repeats,
+``adapt = mean_{j >= 2} (carried_j - episode_j)``: what the ego gains from remembering the partner.
+Both runs start each episode from the same empty kitchen, so the wait for a first soup is the
+same in both and cancels.
 
-Egos: the self-play agent (level-0 self-play member 0), FCP, MEP and the level-k agents (member 0),
-and the trivial baselines ``random`` and ``subtask``, each per seed. Partners: every learned
-agent above of every seed and the four scripted agents. ``partner_group`` says how a partner
+Egos: the self-play agent (level-0 self-play member 0), FCP, MEP, the level-k agents (member 0),
+the ideal row's best response ``br`` (trained against the held-out partners of its seed), and the
+trivial baselines ``random`` and ``subtask``, each per seed. Partners: every learned agent above
+but ``br`` of every seed and the four scripted agents. ``partner_group`` says how a partner
 relates to the ego: ``self`` (the ego itself), ``same_seed`` (same seed, other agent),
-``heldout_learned`` (a level-k agent, k >= 1, of another seed: the unseen adaptive partners),
-``proxy`` (the scripted adaptive human proxies), ``other`` (the rest).
+``heldout_learned`` (any learned agent of another seed: self-play, FCP, MEP, every level), ``proxy``
+(the scripted role-switching human proxies), ``other`` (the scripted random and subtask agents).
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from repro26.nestrl import env as E
 from repro26.nestrl.model import ActorCritic
 
 LEARNED_KINDS = ("sp", "fcp", "mep")  # plus level1..levelK
+IDEAL = "br"  # best response to the held-out learned partners: the ideal row, an ego only
 TRIVIAL = ("random", "subtask")
 PROXIES = ("proxy_onion", "proxy_plate")
 
 
 def ego_types(cfg) -> tuple[str, ...]:
+    """The learned agents that are also partners (every learned type but the ideal row)."""
     return (*LEARNED_KINDS, *(f"level{k}" for k in range(1, cfg.levels + 1)))
 
 
@@ -45,16 +52,21 @@ def partner_group(ego_type, ego_seed, partner_type, partner_seed) -> str:
         return "self"
     if partner_seed == ego_seed and partner_seed >= 0:
         return "same_seed"
-    if partner_type.startswith("level") and partner_seed != ego_seed:
+    if partner_seed >= 0 and partner_seed != ego_seed:
         return "heldout_learned"
     return "other"
 
 
 def play_pairs(cfg, game: E.Game, agents: ActorCritic, pairs: np.ndarray, key):
-    """Returns per pair ``(quarters[R, 4], episode returns[R])``, means over envs.
+    """Returns per pair ``(quarters[R, 4], episode returns[R], carried episode returns[R])``,
+    means over envs.
 
     ``pairs[i] = (ego kind, ego index, partner kind, partner index)`` where kind 0 is a learned
-    agent (its index into the stacked ``agents``) and kind 1 + j is ``SCRIPTED[j]``."""
+    agent (its index into the stacked ``agents``) and kind 1 + j is ``SCRIPTED[j]``. Each pair
+    plays its ``R = eval_repeats`` episodes twice with the same keys: once with the ego's
+    recurrent state reset to 0 at every episode start (``quarters`` and the episode returns),
+    once with it carried over from the previous episode (the carried returns); the partner is
+    treated alike in both (a learned partner reset, a scripted proxy's role kept)."""
     n, horizon, repeats = cfg.eval_envs, game.horizon, cfg.eval_repeats
     seat = (jnp.arange(n) % 2).astype(jnp.int32)  # the ego's seat
     rows = jnp.arange(n)
@@ -75,46 +87,51 @@ def play_pairs(cfg, game: E.Game, agents: ActorCritic, pairs: np.ndarray, key):
         partner = jax.tree.map(lambda x: x[p_idx], agents)
         mem0 = jax.vmap(lambda _: E.init_memory(jnp.maximum(ego_kind - 1, 0)))(rows)
         mem1 = jax.vmap(lambda _: E.init_memory(jnp.maximum(p_kind - 1, 0)))(rows)
+        h0 = jnp.zeros((n, ego.hidden))
 
-        def episode(mems, k):
-            m_ego, m_p = mems
-            k_reset, k_run = jax.random.split(k)
-            obs, state = jax.vmap(game.reset)(jax.random.split(k_reset, n))
-            h0 = jnp.zeros((n, ego.hidden))
+        def episodes(carry_ego: bool):
+            def episode(carry, k):
+                m_ego, m_p, h_last = carry
+                k_reset, k_run = jax.random.split(k)
+                obs, state = jax.vmap(game.reset)(jax.random.split(k_reset, n))
+                h_start = h_last if carry_ego else h0
 
-            def step(carry, k):
-                obs, state, h_e, h_p, m_e, m_p = carry
-                k_e, k_p, k_env = jax.random.split(k, 3)
-                a_e, h_e, m_e = act(ego_kind, ego, obs[rows, seat], h_e, m_e, state, seat, k_e)
-                a_p, h_p, m_p = act(p_kind, partner, obs[rows, 1 - seat], h_p, m_p, state,
-                                    1 - seat, k_p)
-                joint = jnp.where(seat[:, None] == 0, jnp.stack([a_e, a_p], 1),
-                                  jnp.stack([a_p, a_e], 1))
-                obs, state, reward, _, _ = jax.vmap(game.step)(jax.random.split(k_env, n),
-                                                              state, joint)
-                return (obs, state, h_e, h_p, m_e, m_p), reward
+                def step(carry, k):
+                    obs, state, h_e, h_p, m_e, m_p = carry
+                    k_e, k_p, k_env = jax.random.split(k, 3)
+                    a_e, h_e, m_e = act(ego_kind, ego, obs[rows, seat], h_e, m_e, state, seat, k_e)
+                    a_p, h_p, m_p = act(p_kind, partner, obs[rows, 1 - seat], h_p, m_p, state,
+                                        1 - seat, k_p)
+                    joint = jnp.where(seat[:, None] == 0, jnp.stack([a_e, a_p], 1),
+                                      jnp.stack([a_p, a_e], 1))
+                    obs, state, reward, _, _ = jax.vmap(game.step)(jax.random.split(k_env, n),
+                                                                  state, joint)
+                    return (obs, state, h_e, h_p, m_e, m_p), reward
 
-            (_, _, _, _, m_ego, m_p), rewards = jax.lax.scan(
-                step, (obs, state, h0, h0, m_ego, m_p), jax.random.split(k_run, horizon))
-            quarters = rewards.reshape(4, horizon // 4, n).sum(1).mean(-1)
-            return (m_ego, m_p), quarters
+                (_, _, h_end, _, m_ego, m_p), rewards = jax.lax.scan(
+                    step, (obs, state, h_start, h0, m_ego, m_p), jax.random.split(k_run, horizon))
+                quarters = rewards.reshape(4, horizon // 4, n).sum(1).mean(-1)
+                return (m_ego, m_p, h_end), quarters
 
-        _, quarters = jax.lax.scan(episode, (mem0, mem1), jax.random.split(key, repeats))
-        return quarters, quarters.sum(-1)
+            return jax.lax.scan(episode, (mem0, mem1, h0), jax.random.split(key, repeats))[1]
+
+        quarters, carried = episodes(False), episodes(True)
+        return quarters, quarters.sum(-1), carried.sum(-1)
 
     keys = jax.random.split(key, len(pairs))
     run = jax.jit(lambda p, k: jax.lax.map(lambda pk: one_pair(*pk), (p, k),
                                            batch_size=cfg.eval_batch))
-    quarters, returns = run(jnp.asarray(pairs, jnp.int32), keys)
-    return np.asarray(quarters), np.asarray(returns)
+    quarters, returns, carried = run(jnp.asarray(pairs, jnp.int32), keys)
+    return np.asarray(quarters), np.asarray(returns), np.asarray(carried)
 
 
 def actor_table(cfg, trained: dict[str, ActorCritic]):
     """The evaluated actors: ``(names, seeds, kinds, indices, stacked learned agents)``.
 
-    ``trained[type]`` holds agents with leading axis [seed]."""
+    ``trained[type]`` holds agents with leading axis [seed], for every type of
+    :func:`ego_types` and the ideal ``br``."""
     names, seeds, kinds, index, stacked = [], [], [], [], []
-    for t in ego_types(cfg):
+    for t in (*ego_types(cfg), IDEAL):
         for s_i, seed in enumerate(cfg.seeds):
             names.append(t), seeds.append(seed), kinds.append(0), index.append(len(stacked))
             stacked.append(jax.tree.map(lambda x: x[s_i], trained[t]))
@@ -130,20 +147,21 @@ def evaluate(cfg, game: E.Game, trained: dict[str, ActorCritic], key) -> list[di
     learned = [i for i, k in enumerate(kinds) if k == 0]
     egos = [(i, names[i], seeds[i]) for i in learned]
     egos += [(names.index(t), t, s) for t in TRIVIAL for s in cfg.seeds]  # trivial egos per seed
-    partners = list(range(len(names)))
+    partners = [i for i in range(len(names)) if names[i] != IDEAL]
     spec, meta = [], []
     for e, e_name, e_seed in egos:
         for p in partners:
             spec.append((kinds[e], index[e], kinds[p], index[p]))
             meta.append((e_name, e_seed, names[p], seeds[p]))
-    quarters, returns = play_pairs(cfg, game, agents, np.asarray(spec), key)
+    quarters, returns, carried = play_pairs(cfg, game, agents, np.asarray(spec), key)
     rows = []
-    for (e_name, e_seed, p_name, p_seed), q, r in zip(meta, quarters, returns):
+    for (e_name, e_seed, p_name, p_seed), q, r, c in zip(meta, quarters, returns, carried):
         row = {"layout": game.name, "ego": e_name, "seed": e_seed, "partner": p_name,
                "partner_seed": p_seed,
                "partner_group": partner_group(e_name, e_seed, p_name, p_seed),
-               "return": float(r.mean())}
+               "return": float(r.mean()), "adapt": float(np.mean(c[1:] - r[1:]))}
         row.update({f"q{i + 1}": float(q[:, i].mean()) for i in range(4)})
         row.update({f"episode{j + 1}": float(r[j]) for j in range(len(r))})
+        row.update({f"carried{j + 1}": float(c[j]) for j in range(len(c))})
         rows.append(row)
     return rows

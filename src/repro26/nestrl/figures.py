@@ -8,12 +8,14 @@ from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
 from repro26.nestrl import evaluate
-from repro26.nestrl.claims import HELDOUT_GROUPS, pair_tables, per_seed_heldout, read_pairs
+from repro26.nestrl.claims import (HELDOUT_GROUPS, pair_tables, per_seed_heldout, read_pairs,
+                                   train_tables)
 from repro26.nestrl.env import SCRIPTED
 
-LABELS = {"sp": "self-play", "fcp": "FCP", "mep": "MEP", "random": "random",
+LABELS = {"sp": "self-play", "fcp": "FCP", "mep": "MEP", "br": "best response (ideal)",
+          "random": "random",
           "subtask": "scripted subtask", "proxy_onion": "proxy (onion first)",
-          "proxy_plate": "proxy (plate first)", "heldout_learned": "unseen level-k agents",
+          "proxy_plate": "proxy (plate first)", "heldout_learned": "learned agents, other seeds",
           "proxy": "adaptive scripted proxies"}
 
 
@@ -29,13 +31,7 @@ def _label(name: str, cfg) -> str:
 
 
 def _egos(cfg) -> list[str]:
-    return [*evaluate.ego_types(cfg), *evaluate.TRIVIAL]
-
-
-def _train_tables(cfg) -> list[str]:
-    from repro26.nestrl.train import train_kinds
-
-    return [f"runs/{layout}/{kind}.csv" for layout in cfg.layouts for kind in train_kinds(cfg)]
+    return [*evaluate.ego_types(cfg), evaluate.IDEAL, *evaluate.TRIVIAL]
 
 
 @figure(inputs_from=pair_tables)
@@ -94,9 +90,10 @@ def crossplay_matrix(run):
 
 @figure(inputs_from=pair_tables)
 def partner_returns(run):
-    """Team return (20 per soup) of each ego with the held-out partners: unseen adaptive agents
-    (level-k agents, k >= 1, of the other seeds) and the scripted adaptive human proxies that
-    switch role after being blocked. Bars: mean over training seeds (layouts pooled); error
+    """Team return (20 per soup) of each ego with the held-out partners: every learned agent of
+    the other seeds (self-play, FCP, MEP, each NestRL level) and the scripted adaptive human
+    proxies that switch role after being blocked; the best response (ideal row) was trained
+    against the former. Bars: mean over training seeds (layouts pooled); error
     bars: 95% t-interval over seeds. Grey: the trivial egos (random, scripted subtask)."""
     cfg = run.cfg
     pairs = read_pairs(run)
@@ -125,38 +122,37 @@ def partner_returns(run):
 
 @figure(inputs_from=pair_tables)
 def adaptability(run):
-    """Adaptability with the held-out partners. Left: return in each quarter of an episode
-    (mean over seeds, partner groups weighted equally, layouts pooled; bands: 95% CI over
-    seeds); the claim compares last minus first quarter. Right: return in each of the repeated
-    episodes played back to back with the same scripted adaptive proxy (the proxy keeps its
-    role across episodes; learned agents start each episode from a zero recurrent state)."""
+    """Adaptability with the held-out partners (mean over seeds, partner groups weighted equally,
+    layouts pooled; bands and bars: 95% CI over seeds). Left: return in each of the repeated
+    episodes played back to back with the same partner, the ego's recurrent state reset at each
+    episode (solid) or carried over (dashed). Right: the claim's adaptability, carried minus reset
+    over episodes 2 and later, per ego (grey: trivial egos, 0 by construction)."""
     cfg = run.cfg
     pairs = read_pairs(run)
-    egos = [evaluate.nestrl_type(cfg), "fcp", "sp", "mep", *evaluate.TRIVIAL]
+    egos = [evaluate.nestrl_type(cfg), "fcp", "sp", "mep", evaluate.IDEAL, *evaluate.TRIVIAL]
     fig, grid = plotting.subplots(1, 2, width=4.3, height=3.2)
     ax, bx = grid[0]
-    quarters = np.arange(1, 5)
-    episodes = [c for c in pairs if c.startswith("episode")]
+    repeats = np.arange(1, cfg.eval_repeats + 1)
     for i, e in enumerate(egos):
-        style = {"color": "0.5" if e in evaluate.TRIVIAL else f"C{i}",
-                 "ls": ":" if e in evaluate.TRIVIAL else "-", "marker": "o", "ms": 3}
-        q = np.stack([per_seed_heldout(pairs, e, f"q{k}", cfg.seeds) for k in quarters], 1)
-        plotting.line_with_ci(ax, quarters, q, label=_label(e, cfg), **style)
-        ep = np.stack([[np.mean(np.asarray(pairs[c][tables.where(
-            pairs, ego=e, seed=s, partner_group="proxy")], float)) for c in episodes]
-            for s in cfg.seeds])
-        plotting.line_with_ci(bx, np.arange(1, len(episodes) + 1), ep, **style)
-    ax.set_xticks(quarters, ["1st", "2nd", "3rd", "4th"])
-    ax.set_xlabel("quarter of the episode")
-    ax.set_ylabel("return in the quarter (points)")
+        color = "0.5" if e in evaluate.TRIVIAL else f"C{i}"
+        for prefix, ls in (("episode", "-"), ("carried", "--")):
+            ep = np.stack([per_seed_heldout(pairs, e, f"{prefix}{j}", cfg.seeds) for j in repeats], 1)
+            plotting.line_with_ci(ax, repeats, ep, color=color, ls=ls, marker="o", ms=3,
+                                  label=_label(e, cfg) if prefix == "episode" else None)
+        mean, half = mean_ci(per_seed_heldout(pairs, e, "adapt", cfg.seeds))
+        bx.bar(i, mean, yerr=half, color=color, capsize=2)
+    ax.set_xticks(repeats)
+    ax.set_xlabel("repeated episode with the same partner")
+    ax.set_ylabel("episode return (points)")
     ax.legend(fontsize=6, frameon=False)
-    bx.set_xticks(np.arange(1, len(episodes) + 1))
-    bx.set_xlabel("repeated episode with the same proxy")
-    bx.set_ylabel("episode return (points)")
+    bx.axhline(0, color="k", lw=0.6)
+    bx.set_xticks(range(len(egos)), [_label(e, cfg) for e in egos], rotation=40, ha="right",
+                  fontsize=7)
+    bx.set_ylabel("carried minus reset return (points)")
     return fig
 
 
-@figure(inputs_from=_train_tables)
+@figure(inputs_from=train_tables)
 def training_curves(run):
     """Training curves: mean sparse team return per episode (20 per soup) during PPO, against
     environment steps per learner, for every training job (level-0 population, NestRL levels,

@@ -16,7 +16,13 @@ Training kinds (``train_kinds(cfg)``):
 * ``fcp``: one learner against the level-0 self-play members and their snapshots (FCP);
 * ``mep_pop``: self-play members with the population-entropy bonus
   ``alpha * -log((1/M) sum_m pi_m(a_t | history))`` added to the reward (MEP, Zhao et al. 2023);
-* ``mep``: one learner against the final MEP population (uniform, not prioritised sampling).
+* ``mep``: one learner against the final MEP population (uniform, not prioritised sampling);
+* ``br``: one learner against the held-out learned partners of its seed (every evaluated learned
+  agent of the other seeds): the best response of the ideal row, same budget as every learner.
+
+Schedule (JaxMARL's IPPO Overcooked, ``baselines/IPPO``): ``epochs`` passes of ``minibatches``
+minibatches per update, Adam's learning rate annealed linearly to 0 over the job's gradient steps,
+the shaping annealed to 0 over the first ``shaped_anneal`` of the updates.
 """
 
 from __future__ import annotations
@@ -33,8 +39,16 @@ from repro26.nestrl.env import N_ACTIONS, Game
 from repro26.nestrl.model import ActorCritic, init_agents
 
 
+def gradient_steps(cfg) -> int:
+    """Optimiser steps per learner over a job: ``updates x epochs x minibatches``."""
+    return cfg.updates * cfg.epochs * cfg.minibatches
+
+
 def optimizer(cfg) -> optax.GradientTransformation:
-    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.learning_rate))
+    """Adam with the learning rate annealed linearly from ``learning_rate`` to 0 over the job's
+    gradient steps (JaxMARL's IPPO ``ANNEAL_LR``), after global-norm clipping."""
+    lr = optax.linear_schedule(cfg.learning_rate, 0.0, gradient_steps(cfg))
+    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr))
 
 
 def shaped_coef(cfg, update) -> jax.Array:
@@ -127,18 +141,27 @@ def population_logp(population: ActorCritic, obs, actions):
 # ----------------------------------------------------------------------------- update
 
 
+def with_advantages(cfg, traj) -> dict:
+    """The rollout with GAE advantages and value targets added."""
+    adv, targets = losses.gae(traj["rewards"], traj["values"], cfg.gamma, cfg.gae_lambda)
+    return {**traj, "adv": adv, "targets": targets}
+
+
+def sequence_loss(cfg, model: ActorCritic, batch):
+    """``(loss, terms)``: the PPO loss of whole sequences ``batch[T, B, ...]``, the GRU unrolled
+    from a zero state on each."""
+    h0 = jnp.zeros(model.hidden)
+    logits, values = jax.vmap(model.unroll, in_axes=(1, None), out_axes=1)(batch["obs"], h0)
+    return losses.ppo_loss(logits, values, batch["actions"], batch["logp"], batch["adv"],
+                           batch["targets"], cfg.clip_eps, cfg.vf_coef, cfg.ent_coef)
+
+
 def ppo_update(cfg, state: TrainState, traj, key, opt) -> tuple[TrainState, dict]:
     """GAE on the rollout, then ``epochs`` passes of ``minibatches`` whole-sequence minibatches."""
-    adv, targets = losses.gae(traj["rewards"], traj["values"], cfg.gamma, cfg.gae_lambda)
-    data = {**traj, "adv": adv, "targets": targets}
+    data = with_advantages(cfg, traj)
     n_seq = traj["actions"].shape[1]
     size = n_seq // cfg.minibatches
-
-    def loss_fn(model, batch):
-        h0 = jnp.zeros(model.hidden)
-        logits, values = jax.vmap(model.unroll, in_axes=(1, None), out_axes=1)(batch["obs"], h0)
-        return losses.ppo_loss(logits, values, batch["actions"], batch["logp"], batch["adv"],
-                               batch["targets"], cfg.clip_eps, cfg.vf_coef, cfg.ent_coef)
+    loss_fn = lambda model, batch: sequence_loss(cfg, model, batch)
 
     def minibatch(state, idx):
         batch = jax.tree.map(lambda x: x[:, idx], data)
@@ -157,7 +180,8 @@ def ppo_update(cfg, state: TrainState, traj, key, opt) -> tuple[TrainState, dict
 # ----------------------------------------------------------------------------- jobs
 
 def train_kinds(cfg) -> tuple[str, ...]:
-    return ("level0", *(f"level{k}" for k in range(1, cfg.levels + 1)), "fcp", "mep_pop", "mep")
+    return ("level0", *(f"level{k}" for k in range(1, cfg.levels + 1)), "fcp", "mep_pop", "mep",
+            "br")
 
 
 def members(cfg, kind: str) -> int:
@@ -166,7 +190,7 @@ def members(cfg, kind: str) -> int:
         return cfg.sp_members + len(cfg.biases)
     if kind == "mep_pop":
         return cfg.mep_members
-    if kind in ("fcp", "mep"):
+    if kind in ("fcp", "mep", "br"):
         return 1
     return cfg.level_size
 
@@ -190,7 +214,7 @@ def train(cfg, game: Game, kind: str, pool: ActorCritic | None, *, checkpoint=No
     """
     seeds = np.asarray(cfg.seeds)
     n_members = members(cfg, kind)
-    salt = {"level0": 0, "fcp": 101, "mep_pop": 202, "mep": 303}.get(kind, None)
+    salt = {"level0": 0, "fcp": 101, "mep_pop": 202, "mep": 303, "br": 505}.get(kind, None)
     salt = salt if salt is not None else 400 + int(kind.removeprefix("level"))
     keys = jax.vmap(lambda s: jax.random.split(jax.random.PRNGKey(s * 1000 + salt), n_members))(
         jnp.asarray(seeds))
@@ -274,7 +298,8 @@ def load_agents(path, cfg, game: Game, prefix: str = "agent") -> ActorCritic:
 
 
 def history_rows(cfg, game: Game, kind: str, history: dict) -> list[dict]:
-    """Training curve: per update, seed and member the mean sparse episode return."""
+    """Training curve: per update, seed and member the mean sparse episode return, the learner's
+    environment and gradient steps so far."""
     rows = []
     ret, ent = history["return"], history["entropy"]
     for u in range(ret.shape[0]):
@@ -283,6 +308,8 @@ def history_rows(cfg, game: Game, kind: str, history: dict) -> list[dict]:
                 rows.append({"layout": game.name, "kind": kind, "seed": seed, "member": m,
                              "update": u + 1,
                              "env_steps": (u + 1) * cfg.num_envs * game.horizon,
+                             "gradient_steps": (u + 1) * cfg.epochs * cfg.minibatches,
+                             "obs_dim": game.obs_dim,
                              "return": float(ret[u, s_i, m]), "entropy": float(ent[u, s_i, m]),
                              "shaped_coef": float(history["shaped_coef"][u])})
     return rows

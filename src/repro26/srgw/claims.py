@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from repro26.core import tables
@@ -14,7 +16,7 @@ RATE_TOLERANCE = 0.3  # slack on the fitted slope (one-sided: faster decay alway
 GAP_FLOAT_SLACK = 1e-6  # F is evaluated in float32 (resolution ~1e-7)
 OBJECTIVE_RTOL = 0.01  # "reaches POT's objective (within 1%)"
 POT_MIN_N = 1000  # "faster at n >= 1,000"
-SCALING_MIN_N = 10_000  # below, fixed per-call costs hide the O(nnz K) term
+SCALING_MIN_N = evaluate.SCALING_MIN_N
 SCALING_SLOPE_SLACK = 0.25  # linear in n at fixed mean degree: slope <= 1 + slack
 SCALING_MIN_ARI = 0.9
 
@@ -51,6 +53,9 @@ def gap_claim(fits) -> Claim:
         f"max C̄²/n (+{GAP_FLOAT_SLACK:g} for float32), the bound whose slope is -1",
         f"The relaxed solution is already deterministic on {100 * measured['fraction_exactly_zero']:.0f}% "
         "of the graphs (gap exactly 0).",
+        ideal={"violations": 0},
+        ideal_note="an exactly deterministic relaxed optimum: gap 0 on every graph",
+        trivial_note="no trivial estimator has a relaxation to round",
     )
 
 
@@ -58,7 +63,7 @@ def rate_claim(fits) -> Claim:
     """The error decays at least at the minimax rate, one-sided, on every family; it counts only
     where srGW beats the trivial edge-density estimator at the largest n. USVT and
     sorting-and-smoothing are findings, not criteria (the abstract makes no such comparison)."""
-    per = {}
+    per, trivial = {}, {}
     for fam in tables.unique(fits, "family"):
         ns, mse = tables.pivot(fits, "mse", family=fam, estimator="srgw")
         _, K = tables.pivot(fits, "K_theory", family=fam, estimator="srgw")
@@ -84,6 +89,10 @@ def rate_claim(fits) -> Claim:
             "finding_below_usvt": bool(last["srgw"] < last["usvt"]),
             "finding_below_sas": bool(last["srgw"] < last["sas"]),
         }
+        d_lo, d_hi = evaluate.slope_summary(
+            ns, tables.pivot(fits, "mse", family=fam, estimator="density")[1])["ci95"]
+        trivial[fam] = {**per[fam], "beats_trivial": False, "at_least_rate": bool(d_hi <= threshold),
+                        "slower_than_rate": bool(d_lo > threshold)}
     return Claim.check(
         "minimax_rate",
         "The srGW estimator's error decreases at the minimax rate for SBMs and smooth graphons.",
@@ -103,6 +112,12 @@ def rate_claim(fits) -> Claim:
         inconclusive_if=_rate_undecided,
         min_detectable_effect=max(
             (f["slope"]["ci95"][1] - f["slope"]["ci95"][0]) / 2 for f in per.values()),
+        effect=max(f["slope"]["mean"] - f["theory_slope"] for f in per.values()),
+        trivial={"families": trivial},
+        trivial_note="the edge-density estimator in srGW's place (its error does not decay)",
+        ideal=None,
+        ideal_note="no estimator attaining the minimax rate with known constants is run; the "
+                   "theory slope over the same grid is the criterion",
     )
 
 
@@ -121,7 +136,8 @@ def _rate_undecided(m) -> str | None:
 def pot_claim(pot) -> Claim:
     if not len(pot.get("n", [])):
         return Claim.check("pot_agreement", "JAX solver reaches POT's objective and is faster",
-                           "issue 4", {"rows": 0}, lambda m: False, "no POT rows", "no POT runs")
+                           "issue 4", {"rows": 0}, lambda m: False, "no POT rows", "no POT runs",
+                           ideal_note="POT is the reference the claim is measured against")
     per_n = {}
     for n in np.unique(pot["n"]):
         sel = pot["n"] == n
@@ -142,6 +158,9 @@ def pot_claim(pot) -> Claim:
         f"on every instance F_ours <= (1 + {OBJECTIVE_RTOL}) F_POT (same initial couplings, "
         f"float64 re-evaluation), and at every n >= {POT_MIN_N} the median over instances of "
         f"t_POT / t_ours > 1 (ours: compile excluded)",
+        "Not an abstract claim (issue 4); the speedups are wall-clock times of one job each.",
+        ideal_note="POT is the reference the claim is measured against",
+        trivial_note="no trivial solver reaches POT's objective",
     )
 
 
@@ -153,21 +172,44 @@ def _slope_by_n(t, column: str) -> float:
 
 def scaling_claim(scaling) -> Claim:
     """Sparse scaling, one-sided: at fixed mean degree the time per iteration is O(nnz K) =
-    O(n), so its log-log slope over n >= SCALING_MIN_N is at most 1 + slack, and the blocks
-    are recovered (ARI) at every n. The floor of an iteration — one sparse A @ T — is measured in
-    the same job; POT's dense slopes are findings."""
+    O(n). Measured by CPU time, all sizes in one job, in interleaved rounds
+    (:func:`.evaluate.scaling_cpu`): at every n >= SCALING_MIN_N the CPU-time ratio to the
+    smallest such n0 must lie below (n/n0)^(1 + slack) beyond the noise floor (held when every
+    widened interval is below, not held when one lies above, inconclusive otherwise), and the
+    blocks are recovered (ARI) at every n. The wall times of the per-n jobs (time to tolerance,
+    one sparse A @ T, memory) and POT's dense slopes are findings."""
     has = len(scaling.get("n", []))
-    ours = tables.select(scaling, solver="ours_sparse") if has else {}
-    pot = tables.select(scaling, solver="pot_dense") if has else {}
+    pick = lambda solver: tables.select(scaling, solver=solver) if has else {}
+    ours, pot, cpu = pick("ours_sparse"), pick("pot_dense"), pick("ours_sparse_cpu")
+    present = lambda t, column: t if t and column in t and len(t["n"]) else {}
+    ours, pot, cpu = present(ours, "ari"), present(pot, "time_s"), present(cpu, "cpu_ratio")
     large = ({c: v[np.asarray(ours["n"], float) >= SCALING_MIN_N] for c, v in ours.items()}
              if ours else {})
-    ns = sorted(set(np.asarray(large.get("n", []), int).tolist()))
+    cpu_large = ({c: v[np.asarray(cpu["n"], float) >= SCALING_MIN_N] for c, v in cpu.items()}
+                 if cpu else {})
+    ns = sorted(set(np.asarray(cpu_large.get("n", []), int).tolist()))
+    per_n = {}
+    for i, n in enumerate(np.asarray(cpu_large.get("n", []), int)):
+        n0 = int(cpu_large["base_n"][i])
+        per_n[int(n)] = {"ratio": float(cpu_large["cpu_ratio"][i]),
+                         "interval": [float(cpu_large["cpu_ratio_lo"][i]),
+                                      float(cpu_large["cpu_ratio_hi"][i])],
+                         "bound": float((n / n0) ** (1 + SCALING_SLOPE_SLACK)),
+                         "linear": float(n / n0),
+                         "cpu_iteration_s": float(cpu_large["cpu_iteration_s"][i])}
     measured = {
         "ns": ns,
-        "iteration_slope": _slope_by_n(large, "iteration_s") if ns else float("nan"),
-        "time_to_tolerance_slope": _slope_by_n(large, "time_s") if ns else float("nan"),
-        "matmul_slope": _slope_by_n(large, "matmul_s") if ns else float("nan"),
-        "memory_slope": _slope_by_n(large, "memory_mb") if ns else float("nan"),
+        "cpu_per_n": per_n,
+        "timing_noise_floor": float(cpu["noise_floor"][0]) if cpu else float("nan"),
+        "cpu_timed_ns": sorted(np.asarray(cpu.get("n", []), int).tolist()) if cpu else [],
+        "cpu_slope_all_timed": (_slope_by_n(cpu, "cpu_iteration_s")
+                                if cpu and len(cpu["n"]) >= 2 else float("nan")),
+        "cpu_iteration_slope": (loglog_slope(ns, [per_n[n]["ratio"] for n in ns])
+                                if len(ns) >= 2 else float("nan")),
+        "finding_wall_iteration_slope": _slope_by_n(large, "iteration_s") if large else float("nan"),
+        "finding_time_to_tolerance_slope": _slope_by_n(large, "time_s") if large else float("nan"),
+        "finding_matmul_slope": _slope_by_n(large, "matmul_s") if large else float("nan"),
+        "memory_slope": _slope_by_n(large, "memory_mb") if large else float("nan"),
         "ari_min": float(np.min(np.asarray(ours["ari"], float))) if ours else float("nan"),
         "by_n": {int(n): {k: float(np.median(np.asarray(ours[k], float)[ours["n"] == n]))
                           for k in ("time_s", "iterations", "iteration_s", "matmul_s",
@@ -177,22 +219,56 @@ def scaling_claim(scaling) -> Claim:
         "pot_memory_slope": (_slope_by_n(pot, "memory_mb") if pot and len(pot["n"])
                              else float("nan")),
     }
+    larger = lambda m: [v for v in m["cpu_per_n"].values() if v["linear"] > 1]
+
+    def undecided(m):
+        if len(m["ns"]) < 2:
+            return (f"{len(m['ns'])} sizes n >= {SCALING_MIN_N:,} timed by CPU: a ratio needs at "
+                    "least 2")
+        if m["ari_min"] < SCALING_MIN_ARI or any(v["interval"][0] > v["bound"] for v in larger(m)):
+            return None
+        open_ = [n for n, v in m["cpu_per_n"].items()
+                 if v["linear"] > 1 and v["interval"][1] >= v["bound"]]
+        return (f"the CPU-time interval at n = {open_} contains the bound (n/n0)^"
+                f"{1 + SCALING_SLOPE_SLACK:g}" if open_ else None)
+
+    # the smallest slope change the noise floor lets through over the timed range of n
+    timed = lambda m: m["ns"] if len(m["ns"]) >= 2 else m["cpu_timed_ns"]
+    span = lambda m: math.log(max(timed(m)) / min(timed(m))) if len(timed(m)) >= 2 else float("nan")
+    timing = None
+    if cpu:
+        timing = {"basis": "cpu", "noise_floor": float(cpu["noise_floor"][0]),
+                  "rounds": int(cpu["timing_rounds"][0]),
+                  "control_ratio": float(cpu["control_ratio"][0])}
+    ideal = {"cpu_per_n": {n: {**v, "ratio": v["linear"], "interval": [v["linear"]] * 2}
+                           for n, v in per_n.items()}, "ari_min": 1.0}
     return Claim.check(
         "sparse_scaling",
         "The implementation scales efficiently with n: on sparse graphs (fixed mean degree) the "
         "time per iteration grows linearly in n and the blocks are recovered at every n.",
         "scales efficiently with n (abstract); issue 18",
         measured,
-        lambda m: m["iteration_slope"] <= 1 + SCALING_SLOPE_SLACK
+        lambda m: len(m["ns"]) >= 2 and all(v["interval"][1] < v["bound"] for v in larger(m))
         and m["ari_min"] >= SCALING_MIN_ARI,
-        f"one-sided: the log-log slope of seconds per iteration vs n over n >= {SCALING_MIN_N:,} "
-        f"is at most 1 + {SCALING_SLOPE_SLACK} (O(nnz K) at fixed degree), and the ARI of the "
-        f"recovered blocks is at least {SCALING_MIN_ARI} at every n",
-        "POT (dense, float64) slopes are findings: its memory is 3 x 8n^2 bytes.",
-        compared_with={"trivial": "one sparse A @ T (the floor of an iteration), same job",
+        f"one-sided, CPU time (all sizes in one job, interleaved rounds, a control): at every "
+        f"n >= {SCALING_MIN_N:,} the CPU seconds per iteration relative to the smallest such n0, "
+        f"widened by the noise floor, lie below (n/n0)^(1 + {SCALING_SLOPE_SLACK}) (O(nnz K) at "
+        f"fixed degree), and the ARI of the recovered blocks is at least {SCALING_MIN_ARI} at "
+        f"every n",
+        "Findings: the per-n jobs' wall-clock slopes (iteration, time to tolerance, one sparse "
+        "A @ T) and POT (dense, float64), whose memory is 3 x 8n^2 bytes.",
+        compared_with={"floor": "one sparse A @ T (the floor of an iteration), per-n jobs",
                        "reference": "POT srGW on the dense matrix"},
-        inconclusive_if=lambda m: None if len(m["ns"]) >= 3 else
-        f"{len(m['ns'])} sizes n >= {SCALING_MIN_N:,}: a slope needs at least 3",
+        inconclusive_if=undecided,
+        min_detectable_effect=lambda m: m["timing_noise_floor"] / span(m),
+        effect=lambda m: (m["cpu_iteration_slope"] if len(m["ns"]) >= 2
+                          else m["cpu_slope_all_timed"]) - 1.0,
+        ideal=ideal,
+        ideal_note="an iteration whose time is exactly linear in n (the O(nnz K) count), with the "
+                   "blocks recovered",
+        trivial_note="no trivial competitor: one sparse A @ T is the floor of an iteration "
+                     "(linear by construction) and is a finding",
+        timing=timing,
     )
 
 

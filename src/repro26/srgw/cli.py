@@ -1,7 +1,7 @@
 """Stages of ``repro26 srgw <stage>`` and the method's typed config.
 
 data -> fit (one job per family and n, all seeds) + pot (one job per seed) + scaling (one job
-per n and solver) + real -> evaluate;
+per n and solver) + scaling_cpu (CPU time per iteration, every n in one job) + real -> evaluate;
 the figures (``figures.FIGURES``) and claims (``claims.CLAIMS``) stages come from core.
 """
 
@@ -61,6 +61,7 @@ class Config:
     scaling_power_iters: int = 12
     scaling_kmeans_restarts: int = 1
     scaling_iters: int = 10
+    scaling_timing_rounds: int = 7  # interleaved CPU-timing rounds of scaling_cpu (at least 3)
 
 
 def check(cfg: Config) -> None:
@@ -80,6 +81,9 @@ def check(cfg: Config) -> None:
                           f"{list(cfg.k_grid)}")
     if any(n < 100 for n in (*cfg.scaling_ns, *cfg.scaling_pot_ns)):
         raise ConfigError("srgw.scaling_ns, scaling_pot_ns: every n must be at least 100")
+    if cfg.scaling_timing_rounds < 3:
+        raise ConfigError(f"srgw.scaling_timing_rounds: at least 3 interleaved rounds, got "
+                          f"{cfg.scaling_timing_rounds}")
     if any(K < 2 for K in cfg.scaling_ks) or any(d <= 0 for d in cfg.scaling_degrees):
         raise ConfigError("srgw.scaling_ks: at least 2 blocks; scaling_degrees: positive")
     for fam, s in cfg.sbms.items():
@@ -158,6 +162,16 @@ def scaling_stage(run: Run) -> None:
     io.write_table(run.out, rows, run.meta())
 
 
+@stage(reads=("scaling_ns", "scaling_degrees", "scaling_ks", "scaling_seeds", "scaling_ratio",
+               "scaling_iters", "scaling_timing_rounds"))
+def scaling_cpu_stage(run: Run) -> None:
+    """CPU seconds per srGW iteration at every n of the sparse scaling grid, in one job
+    (``repro26.core.timing``: interleaved rounds with a control)."""
+    from repro26.srgw import evaluate
+
+    io.write_table(run.out, evaluate.scaling_cpu(run.cfg), run.meta())
+
+
 @stage()
 def real_stage(run: Run) -> None:
     """srGW block models of the networkx graphs: table + arrays (adjacency, labels, C)."""
@@ -195,6 +209,7 @@ STAGES = {
     "fit": fit_stage,
     "pot": pot_stage,
     "scaling": scaling_stage,
+    "scaling_cpu": scaling_cpu_stage,
     "real": real_stage,
     "evaluate": evaluate_stage,
 }

@@ -505,50 +505,65 @@ def sparse_sbm_spec(n: int, degree: float, K: int, ratio: float) -> data.SBMSpec
     return data.SBMSpec(min(1.0, ratio * p_out), p_out, (1.0,) * K)
 
 
+SCALING_MIN_N = 10_000  # below, fixed per-call costs hide the O(nnz K) term of an iteration
+
+
+def scaling_problem(cfg, n: int, degree: float, K: int, seed: int):
+    """The scaling study's sparse (BCOO) SBM of n nodes, its labels, the fit key and a perturbed
+    starting coupling ``T0`` (half the true-free one-hot, half Dirichlet, total mass 1)."""
+    key = graph_key(seed, f"sparse_sbm_K{K}_d{degree:g}", n)
+    k_graph, k_fit, k_pert = jax.random.split(key, 3)
+    A, z = data.sample_sbm_sparse(k_graph, n, sparse_sbm_spec(n, degree, K, cfg.scaling_ratio))
+    T0 = jax.nn.one_hot(jnp.arange(n) % K, K, dtype=jnp.float32)
+    T0 = (0.5 * T0 + 0.5 * jax.random.dirichlet(k_pert, jnp.ones(K), (n,))) / n
+    return A, z, k_fit, T0
+
+
+def fixed_iterations(A, T0, iters: int):
+    """``iters`` Frank–Wolfe + block updates from ``T0`` (the cost of an iteration, whatever
+    the solve's iteration count)."""
+    C0 = solvers.block_update(T0, A @ T0)
+    fAr = solvers.elementwise(solvers.SQUARE_LOSS.f1.func, A) @ T0.sum(1)
+
+    def body(_, state):
+        T, AT, C = state
+        T, AT, _, _ = solvers.fw_step(A, T, AT, C, fAr)
+        return T, AT, solvers.block_update(T, AT)
+
+    return jax.lax.fori_loop(0, iters, body, (T0, A @ T0, C0))[0]
+
+
 def scaling_ours(cfg, n: int, degree: float, K: int, seed: int, iters: int) -> dict:
     """srGW end to end on a sparse (BCOO) SBM of n nodes: O(edges) sampling, spectral init by
     subspace iteration on the sparse matrix, the solve to tolerance, rounding — no n x n array.
 
-    Also times ``iters`` Frank–Wolfe + block updates from a perturbed coupling (the cost of one
-    iteration, whatever the solve's iteration count) and one product ``A @ T`` (the floor of an
-    iteration: each iteration needs one), both as the mean over a loop of ``iters`` (a single
-    jitted product would also time the per-call setup of the BCOO indices, which the loop
-    hoists). Memory: peak RSS of the process and RSS before the graph is sampled (``rss_base_mb``: the interpreter and JAX); the peak is reset after
-    compilation, so it excludes the compiler's transient memory (its retained heap stays in)."""
-    key = graph_key(seed, f"sparse_sbm_K{K}_d{degree:g}", n)
-    k_graph, k_fit, k_pert = jax.random.split(key, 3)
-    spec = sparse_sbm_spec(n, degree, K, cfg.scaling_ratio)
+    Also times ``iters`` Frank–Wolfe + block updates from a perturbed coupling
+    (:func:`fixed_iterations`) and one product ``A @ T`` (the floor of an iteration: each
+    iteration needs one), both as the mean over a loop of ``iters`` (a single jitted product
+    would also time the per-call setup of the BCOO indices, which the loop hoists). These wall
+    times are findings; the claim's time per iteration is CPU time, all sizes in one job
+    (:func:`scaling_cpu`). Memory: peak RSS of the process and RSS before the graph is sampled
+    (``rss_base_mb``: the interpreter and JAX); the peak is reset after compilation, so it
+    excludes the compiler's transient memory (its retained heap stays in)."""
     rss_base, _ = rss_mb()
     start = time.perf_counter()
-    A, z = data.sample_sbm_sparse(k_graph, n, spec)
+    A, z, k_fit, T0 = scaling_problem(cfg, n, degree, K, seed)
     jax.block_until_ready(A.indices)
     t_sample = time.perf_counter() - start
     est = model.SrgwEstimator(K, 0, cfg.max_iter, tolerance(cfg), cfg.scaling_power_iters,
                               cfg.scaling_kmeans_restarts)
-    T0 = jax.nn.one_hot(jnp.arange(n) % K, K, dtype=jnp.float32)
-    T0 = (0.5 * T0 + 0.5 * jax.random.dirichlet(k_pert, jnp.ones(K), (n,))) / n
-
-    def fixed_iterations(A, T0):
-        C0 = solvers.block_update(T0, A @ T0)
-        fAr = solvers.elementwise(solvers.SQUARE_LOSS.f1.func, A) @ T0.sum(1)
-
-        def body(_, state):
-            T, AT, C = state
-            T, AT, _, _ = solvers.fw_step(A, T, AT, C, fAr)
-            return T, AT, solvers.block_update(T, AT)
-
-        return jax.lax.fori_loop(0, iters, body, (T0, A @ T0, C0))[0]
+    loop = lambda A, T0: fixed_iterations(A, T0, iters)
 
     def chained_products(A, T0):  # each product depends on the last: nothing is hoisted
         return jax.lax.fori_loop(0, iters, lambda _, X: (A @ X) / degree, T0)
 
     run = Compiled()
-    for name, fn, args in (("fit", est.fit_blocks, (A, k_fit)), ("iters", fixed_iterations, (A, T0)),
+    for name, fn, args in (("fit", est.fit_blocks, (A, k_fit)), ("iters", loop, (A, T0)),
                            ("matmul", chained_products, (A, T0))):
         run.compile(name, fn, *args)
     reset_peak_rss()
     fit, t_fit = run("fit", est.fit_blocks, A, k_fit)
-    _, t_iters = run("iters", fixed_iterations, A, T0)
+    _, t_iters = run("iters", loop, A, T0)
     matmul = min(run("matmul", chained_products, A, T0)[1] for _ in range(2)) / iters
     _, rss_peak = rss_mb()
     it_s = t_iters / iters
@@ -560,6 +575,39 @@ def scaling_ours(cfg, n: int, degree: float, K: int, seed: int, iters: int) -> d
             "objective": float(fit.result.objective), "gap": float(fit.gap.gap),
             "rss_base_mb": rss_base, "rss_peak_mb": rss_peak,
             "memory_mb": rss_peak - rss_base, "mem_total_gb": mem_total_gb()}
+
+
+def scaling_cpu(cfg) -> list[dict]:
+    """CPU seconds per Frank–Wolfe + block iteration at every n of ``scaling_ns`` (first mean
+    degree, K and seed), all sizes in this one process, timed by
+    :func:`repro26.core.timing.interleaved_cpu_times` (``scaling_timing_rounds`` interleaved
+    rounds, each call ``scaling_iters`` iterations; baseline and control: the smallest n
+    >= ``SCALING_MIN_N``, below which fixed per-call costs hide the O(nnz K) term).
+    One row per n: the median per-iteration CPU time, its ratio to the smallest n's with the
+    interval widened by the noise floor."""
+    from repro26.core.timing import interleaved_cpu_times
+
+    degree, K, seed = cfg.scaling_degrees[0], cfg.scaling_ks[0], cfg.scaling_seeds[0]
+    loop = jax.jit(lambda A, T0: fixed_iterations(A, T0, cfg.scaling_iters))
+    programs, nnz = {}, {}
+    for n in cfg.scaling_ns:
+        A, _, _, T0 = scaling_problem(cfg, n, degree, K, seed)
+        programs[f"n{n}"] = functools.partial(loop, A, T0)
+        nnz[n] = int(A.nse)
+    base_n = min([n for n in cfg.scaling_ns if n >= SCALING_MIN_N] or cfg.scaling_ns)
+    base = f"n{base_n}"
+    t = interleaved_cpu_times(programs, base, rounds=cfg.scaling_timing_rounds)
+    rows = []
+    for n in cfg.scaling_ns:
+        ratio = t["ratio"].get(f"n{n}", {"median": 1.0, "interval": [1.0, 1.0]})
+        rows.append({"solver": "ours_sparse_cpu", "n": n, "degree": degree, "K": K, "seed": seed,
+                     "nnz": nnz[n], "cpu_iteration_s":
+                     float(np.median(t["seconds"][f"n{n}"])) / cfg.scaling_iters,
+                     "cpu_ratio": ratio["median"], "cpu_ratio_lo": ratio["interval"][0],
+                     "cpu_ratio_hi": ratio["interval"][1], "base_n": base_n,
+                     "noise_floor": t["noise_floor"], "timing_rounds": t["rounds"],
+                     "control_ratio": t["ratio"]["control"]["median"]})
+    return rows
 
 
 def scaling_pot(cfg, n: int, degree: float, K: int, seed: int) -> dict:
