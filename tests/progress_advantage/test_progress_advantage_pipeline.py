@@ -32,9 +32,10 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
                               "tabular_final.csv",
                               "tabular_curve.csv", "tabular_scatter.csv")]
     claims = run.figures_and_claims(tmp_path, inputs)
-    assert list(claims) == ["beats_confidence", "matches_reward_models", "tabular_identity"]
+    assert list(claims) == ["beats_confidence", "surpasses_reward_models", "tabular_identity"]
     # the closed-form optimal policy satisfies the identity (a check of soft value iteration)
-    assert claims["tabular_identity"]["measured"]["corr_closed_form_min"] > 0.9999
+    assert claims["tabular_identity"]["ideal_passes"]
+    assert claims["tabular_identity"]["measured"]["max_abs_err_closed_form"] < 1e-4
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):

@@ -1,10 +1,31 @@
-"""The abstract's three claims (as worded in issue 19) as predicates over tables/filtering.csv.
+"""The abstract's three claims as predicates over tables/filtering.csv and tables/training.csv.
 
-Every comparison is paired by seed (same episodes for every filter) and judged on the 95% CI
-over seeds of the per-seed difference: held when the CI lies on the claimed side, not held
-when it lies on the other side, inconclusive when it straddles the threshold. A comparison with
-the particle filter counts only where the particle filter beats the strongest trivial belief
-(prior-only or last-seen point mass) in the same run.
+Every comparison is a paired per-seed difference (same episodes for every filter), judged on
+its 95% CI over seeds. A claim compares NBF against a set of rows at once (the equal-N
+particle filter, the strongest trivial belief); it is
+
+* held when every compared difference has its CI on the claimed side,
+* not held when any has its CI on the other side,
+* inconclusive otherwise (some CI contains 0), with the largest CI half-width as the minimum
+  detectable effect, or when the GDE has not learned its belief family (the regeneration
+  gate below).
+
+Rows, evaluated with the same predicate (``Claim.check``):
+
+* ideal — the exact filter, drawn as N points like every other belief (``exact_n``), in place
+  of NBF's numbers;
+* trivial — the strongest trivial belief (prior-only particles or the last-seen point mass,
+  whichever is better in the setting), in place of NBF's numbers: it cannot beat itself, so a
+  predicate that includes "NBF beats the strongest trivial belief" fails on it.
+
+Regeneration gate (issue 45): NBF's premise is that the generator has learned the belief
+family. ``regen`` (embed N exact samples, regenerate N from g(. | z)) is scored against the same
+references as ``exact_n`` (N fresh exact samples); a claim is judged only where the ratio of
+their mean divergences is at most ``REGEN_TOLERANCE``. The GDE's NLL against the exact
+entropy of its training beliefs (the NLL of the true density) is reported beside it.
+
+The particle filter's own degeneration (failing to beat the trivial belief) is reported as a
+finding, not used as a gate: avoiding it is what the abstract claims for NBF.
 """
 
 from __future__ import annotations
@@ -17,12 +38,14 @@ from repro26.core.method import claim_set
 from repro26.core.stats import mean_ci, summary
 
 METRIC = "sinkhorn"
-ZERO_SHOT_TOLERANCE = 1.2  # "within 20% of its held-in error"
 TRIVIAL = ("prior_only", "last_seen")
+IDEAL = "exact_n"
+REGEN_TOLERANCE = 1.5  # regen / exact_n divergence at which the GDE counts as trained (issue 45)
+ZERO_SHOT_TOLERANCE = 1.2  # ours: held-out normalised error at most 20% above held-in
 
 
-def _per_seed(table, filt, **cond) -> np.ndarray:
-    return tables.per_seed(table, METRIC, filter=filt, **cond)
+def _per_seed(table, filt, metric=METRIC, **cond) -> np.ndarray:
+    return tables.per_seed(table, metric, filter=filt, **cond)
 
 
 def _ci(values) -> tuple[float, float, float]:
@@ -36,146 +59,241 @@ def _best_trivial(table, **cond) -> tuple[str, np.ndarray]:
     return name, _per_seed(table, name, **cond)
 
 
-def _beats(a: np.ndarray, b: np.ndarray) -> dict:
-    """Paired a − b over seeds; ``beats`` when the whole CI is below 0."""
-    mean, lo, hi = _ci(a - b)
-    return {"difference": {"mean": mean, "ci95": [lo, hi]}, "beats": bool(hi < 0)}
-
-
-def _sided(lo: float, hi: float, threshold: float) -> str:
-    """'above' / 'below' when the CI lies on one side of ``threshold``, else 'straddles'."""
-    return "above" if lo > threshold else "below" if hi < threshold else "straddles"
-
-
-def tracking_claim(table, cfg) -> Claim:
-    cond = dict(evaders=1, dynamics=cfg.held_in, particles=cfg.particles)
-    nbf, pf = _per_seed(table, "nbf", **cond), _per_seed(table, "pf", **cond)
+def _rows(table, **cond) -> dict:
+    """Per-seed errors of NBF, the PF, the strongest trivial belief and the ideal (exact_n)."""
     trivial_name, trivial = _best_trivial(table, **cond)
-    gain = pf - nbf
-    mean, lo, hi = _ci(gain)
+    return {"nbf": _per_seed(table, "nbf", **cond).tolist(),
+            "pf": _per_seed(table, "pf", **cond).tolist(),
+            "trivial": trivial.tolist(), "trivial_name": trivial_name,
+            "exact_n": _per_seed(table, IDEAL, **cond).tolist()}
+
+
+def _margins(differences: dict[str, np.ndarray]) -> dict:
+    """CI of each per-seed difference (claimed side: > 0) and the three-way decision."""
+    out = {}
+    for name, diff in differences.items():
+        mean, lo, hi = _ci(diff)
+        out[name] = {"mean": mean, "ci95": [lo, hi],
+                     "side": "above" if lo > 0 else "below" if hi < 0 else "straddles"}
+    return out
+
+
+def _decision(margins: dict) -> str:
+    sides = [v["side"] for v in margins.values()]
+    return "held" if all(s == "above" for s in sides) else (
+        "not held" if "below" in sides else "open")
+
+
+def _beats_margins(m: dict, settings) -> dict:
+    """Per setting, NBF's margin over the PF and over the strongest trivial belief."""
+    diffs = {}
+    for s in settings:
+        row = m["by_setting"][s]
+        nbf = np.asarray(m["nbf"][s], float)
+        diffs[f"{s}: pf - nbf"] = np.asarray(row["pf"], float) - nbf
+        diffs[f"{s}: trivial - nbf"] = np.asarray(row["trivial"], float) - nbf
+    return _margins(diffs)
+
+
+def _half_width(margins: dict) -> float:
+    return max((v["ci95"][1] - v["ci95"][0]) / 2 for v in margins.values())
+
+
+def regeneration(table, filtering_cond: dict, training) -> dict:
+    """The GDE learned-ness record of one setting: regen / exact_n divergence per seed, and the
+    final training NLL against the exact entropy of the training beliefs."""
+    regen = _per_seed(table, "regen", **filtering_cond)
+    floor = _per_seed(table, IDEAL, **filtering_cond)
+    out = {"regen": summary(regen), "exact_n": summary(floor),
+           "ratio": float(np.mean(regen) / np.mean(floor))}
+    if training is not None:
+        dim = 2 * int(filtering_cond["evaders"])
+        rows = tables.where(training, dim=dim)
+        seeds = np.unique(training["seed"][rows])
+        final = [training["nll_final"][rows & (training["seed"] == s)][0] for s in seeds]
+        entropy = float(training["entropy"][rows][0])
+        out.update({"nll_final": summary(final), "entropy": entropy,
+                    "nll_gap": float(np.mean(final) - entropy)})
+    return out
+
+
+def _gate(records: dict) -> str | None:
+    bad = {k: v["ratio"] for k, v in records.items() if v["ratio"] > REGEN_TOLERANCE}
+    if not bad:
+        return None
+    return ("the GDE has not learned its belief family: regeneration / N-exact-sample floor "
+            + ", ".join(f"{r:.2f} at {k}" for k, r in bad.items())
+            + f" (> {REGEN_TOLERANCE})")
+
+
+def _budget(cfg, training, dims) -> tuple[dict, dict]:
+    """Filtering budget (equal: N particles per step for NBF and the PF) and the GDE's offline
+    training, which the PF does not have."""
+    rows = tables.where(training, dim=max(dims)) if training is not None else None
+    params = int(training["parameters"][rows][0]) if rows is not None else 0
+    nbf = {"samples": cfg.particles, "optimiser_steps": cfg.train_steps,
+           "data_seen": cfg.train_steps * cfg.batch_size * (cfg.set_size + cfg.target_size),
+           "parameters": params}
+    pf = {"samples": cfg.particles, "optimiser_steps": 0, "data_seen": 0, "parameters": 0}
+    why = ("the GDE is trained offline on exact held-in beliefs (the paper's setup); the PF "
+           "and the trivial beliefs have nothing to train. Filtering uses N particles per step "
+           "for both.")
+    return {"nbf": nbf, "pf": pf}, {"optimiser_steps": why, "data_seen": why, "parameters": why}
+
+
+def _levels_claim(id, statement, paper, criterion, table, cfg, training, settings: dict,
+                  note: str) -> Claim:
+    """NBF below both the equal-N PF and the strongest trivial belief in every setting."""
+    by_setting = {s: _rows(table, **cond) for s, cond in settings.items()}
+    regen = {s: regeneration(table, cond, training) for s, cond in settings.items()}
+    margins = _beats_margins({"nbf": {s: r["nbf"] for s, r in by_setting.items()},
+                              "by_setting": by_setting}, settings)
+    pf_vs_trivial = {s: _margins({"trivial - pf": np.asarray(r["trivial"])
+                                  - np.asarray(r["pf"])})["trivial - pf"]
+                     for s, r in by_setting.items()}
     measured = {
         "metric": f"{METRIC} divergence to the exact belief, mean over steps and episodes",
-        "setting": cond,
-        "by_filter": {f: summary(_per_seed(table, f, **cond))
-                      for f in tables.unique(table, "filter", **cond)},
-        "pf_minus_nbf": {"mean": mean, "ci95": [lo, hi]},
-        "side": _sided(lo, hi, 0.0),
-        "pf_vs_trivial": {"trivial": trivial_name, **_beats(pf, trivial)},
-        "mmd2_pf_minus_nbf": summary(tables.per_seed(table, "mmd2", filter="pf", **cond)
-                                     - tables.per_seed(table, "mmd2", filter="nbf", **cond)),
+        "settings": settings,
+        "nbf": {s: r["nbf"] for s, r in by_setting.items()},
+        "by_setting": by_setting,
+        "margins": margins,
+        "regeneration": regen,
+        "pf_vs_trivial (finding)": pf_vs_trivial,
     }
+    predicate = lambda m: _decision(_beats_margins(m, settings)) == "held"
+    budget, budget_note = _budget(cfg, training, [2 * c["evaders"] for c in settings.values()])
     return Claim.check(
+        id, statement, paper, measured, predicate, criterion, note,
+        compared_with={"trivial": "prior_only / last_seen (best per setting)", "baseline": "pf"},
+        inconclusive_if=lambda m: _gate(m["regeneration"]) or (
+            "a CI of the compared differences contains 0"
+            if _decision(m["margins"]) == "open" else None),
+        min_detectable_effect=lambda m: _half_width(m["margins"]),
+        effect=lambda m: min(v["mean"] for v in m["margins"].values()),
+        ideal={"nbf": {s: r["exact_n"] for s, r in by_setting.items()}},
+        ideal_note="the exact grid filter's belief drawn as N points (exact_n) in place of NBF",
+        trivial={"nbf": {s: r["trivial"] for s, r in by_setting.items()}},
+        trivial_note="the strongest trivial belief of each setting in place of NBF",
+        budget=budget, budget_note=budget_note,
+    )
+
+
+def tracking_claim(table, cfg, training=None) -> Claim:
+    cond = dict(evaders=1, dynamics=cfg.held_in, particles=cfg.particles)
+    return _levels_claim(
         "multimodal_tracking",
-        "NBF tracks multimodal posteriors: its divergence to the exact belief is below the "
-        "equal-N bootstrap particle filter's.",
+        "NBF tracks multimodal posteriors: its divergence to the exact belief is below both the "
+        "equal-N bootstrap particle filter's and the strongest trivial belief's.",
         "accurate tracking of complex multimodal posteriors (abstract); issue 19: divergence "
         "below the equal-N particle filter's",
-        measured,
-        lambda m: m["side"] == "above",
-        "d = 2 (one evader), held-in dynamics, N = particles: the 95% CI over seeds of "
-        "S_eps(PF) − S_eps(NBF) lies above 0 (not held when it lies below 0)",
-        "Beliefs are scored as N-point measures for both (NBF: N fresh samples of g(.|z_t); PF: "
-        "its N weighted particles); exact_n is N samples of the exact belief (the floor).",
-        compared_with={"trivial": trivial_name, "baseline": "pf"},
-        inconclusive_if=lambda m: (
-            "the equal-N particle filter does not beat the best trivial belief"
-            if not m["pf_vs_trivial"]["beats"] else
-            "the CI of PF − NBF contains 0" if m["side"] == "straddles" else None),
-        min_detectable_effect=(hi - lo) / 2,
-    )
+        "d = 2 (one evader), held-in dynamics, N = particles: the 95% CIs over seeds of "
+        "S_eps(PF) − S_eps(NBF) and S_eps(trivial) − S_eps(NBF) both lie above 0 (not held "
+        "when either lies below 0)",
+        table, cfg, training, {"d=2": cond},
+        "Beliefs are scored as N-point measures (NBF: N fresh samples of g(.|z_t); PF: its N "
+        "weighted particles); exact_n is N samples of the exact belief (the floor).")
 
 
-def scaling_claim(table, cfg) -> Claim:
-    ks = sorted(int(k) for k in cfg.evaders)
-    dims = np.asarray([2 * k for k in ks], float)
-
-    def slopes(filt):
-        errs = np.stack([_per_seed(table, filt, evaders=k, dynamics=cfg.held_in,
-                                   particles=cfg.particles) for k in ks], 1)  # seeds x d
-        logs = np.log(np.maximum(errs, 1e-12))
-        return np.asarray([np.polyfit(dims, row, 1)[0] for row in logs]), errs
-
-    s_nbf, e_nbf = slopes("nbf")
-    s_pf, e_pf = slopes("pf")
-    mean, lo, hi = _ci(s_pf - s_nbf)
-    vs_trivial = {}
-    for k in ks:
-        cond = dict(evaders=k, dynamics=cfg.held_in, particles=cfg.particles)
-        name, trivial = _best_trivial(table, **cond)
-        vs_trivial[str(2 * k)] = {"trivial": name, **_beats(_per_seed(table, "pf", **cond),
-                                                            trivial)}
-    measured = {
-        "dims": dims.astype(int).tolist(),
-        "nbf_error_by_dim": e_nbf.mean(0).tolist(),
-        "pf_error_by_dim": e_pf.mean(0).tolist(),
-        "nbf_log_slope": summary(s_nbf),
-        "pf_log_slope": summary(s_pf),
-        "pf_minus_nbf_slope": {"mean": mean, "ci95": [lo, hi]},
-        "side": _sided(lo, hi, 0.0),
-        "pf_vs_trivial_by_dim": vs_trivial,
-    }
-    return Claim.check(
+def scaling_claim(table, cfg, training=None) -> Claim:
+    settings = {f"d={2 * k}": dict(evaders=k, dynamics=cfg.held_in, particles=cfg.particles)
+                for k in sorted(int(k) for k in cfg.evaders)}
+    return _levels_claim(
         "dimension_scaling",
-        "As the state dimension grows, NBF's error grows more slowly than the particle "
-        "filter's at equal N.",
-        "graceful scaling with state dimension (abstract)",
-        measured,
-        lambda m: m["side"] == "above",
-        "slope of log S_eps against d = 2k (per seed, k in evaders, N = particles, held-in): the "
-        "95% CI over seeds of slope(PF) − slope(NBF) lies above 0 (not held below 0)",
-        compared_with={"trivial": "prior_only / last_seen (best per d)", "baseline": "pf"},
-        inconclusive_if=lambda m: (
-            "the particle filter does not beat the best trivial belief at d = "
-            + ", ".join(d for d, v in m["pf_vs_trivial_by_dim"].items() if not v["beats"])
-            if not all(v["beats"] for v in m["pf_vs_trivial_by_dim"].values()) else
-            "the CI of the slope difference contains 0" if m["side"] == "straddles" else None),
-        min_detectable_effect=(hi - lo) / 2,
-    )
+        "NBF scales gracefully with the state dimension: at every d its error is below both "
+        "the equal-N particle filter's and the strongest trivial belief's.",
+        "graceful scaling with state dimension; particle filters require exponentially many "
+        "particles in the state dimension (abstract)",
+        "at every d = 2k (k in evaders, N = particles, held-in dynamics): the 95% CIs over "
+        "seeds of S_eps(PF) − S_eps(NBF) and S_eps(trivial) − S_eps(NBF) lie above 0 (not held "
+        "when any lies below 0)",
+        table, cfg, training, settings,
+        "Decided on levels at each d, not on a slope. Whether the PF itself beats the trivial "
+        "belief at each d is a finding ('pf_vs_trivial'), not a gate.")
 
 
-def zero_shot_claim(table, cfg) -> Claim:
-    held_in = dict(evaders=1, dynamics=cfg.held_in, particles=cfg.particles)
-    per_dyn = {}
-    for dyn in cfg.held_out:
-        cond = dict(evaders=1, dynamics=dyn, particles=cfg.particles)
-        ratio = _per_seed(table, "nbf", **cond) / _per_seed(table, "nbf", **held_in)
+def _zero_shot_parts(m: dict, held_out) -> dict:
+    """Per held-out dynamics: the normalised-error ratio (NBF / exact_n on the held-out
+    dynamics over the same on the held-in one, per seed) and NBF's margin over the strongest
+    trivial belief there."""
+    held_in = m["held_in"]
+    base = np.asarray(m["nbf"][held_in], float) / np.asarray(m["floor"][held_in], float)
+    out = {}
+    for dyn in held_out:
+        nbf = np.asarray(m["nbf"][dyn], float)
+        ratio = nbf / np.asarray(m["floor"][dyn], float) / base
         mean, lo, hi = _ci(ratio)
-        trivial_name, trivial = _best_trivial(table, **cond)
-        per_dyn[dyn] = {
-            "nbf_ratio": {"mean": mean, "ci95": [lo, hi]},
-            "side": _sided(lo, hi, ZERO_SHOT_TOLERANCE),
-            "pf_ratio": summary(_per_seed(table, "pf", **cond) / _per_seed(table, "pf", **held_in)),
-            "exact_n_ratio": summary(_per_seed(table, "exact_n", **cond)
-                                     / _per_seed(table, "exact_n", **held_in)),
-            "nbf_vs_trivial": {"trivial": trivial_name,
-                               **_beats(_per_seed(table, "nbf", **cond), trivial)},
-            "nbf_vs_pf": _beats(_per_seed(table, "nbf", **cond), _per_seed(table, "pf", **cond)),
-        }
-    measured = {"tolerance": ZERO_SHOT_TOLERANCE, "by_dynamics": per_dyn}
+        out[dyn] = {"ratio": {"mean": mean, "ci95": [lo, hi],
+                              "side": "above" if lo > ZERO_SHOT_TOLERANCE else
+                              "below" if hi < ZERO_SHOT_TOLERANCE else "straddles"},
+                    **_margins({"trivial - nbf": np.asarray(m["trivial"][dyn], float) - nbf})}
+    return out
+
+
+def _zero_shot_decision(parts: dict) -> str:
+    ratio_sides = [p["ratio"]["side"] for p in parts.values()]
+    trivial_sides = [p["trivial - nbf"]["side"] for p in parts.values()]
+    if "above" in ratio_sides or "below" in trivial_sides:
+        return "not held"
+    if all(s == "below" for s in ratio_sides) and all(s == "above" for s in trivial_sides):
+        return "held"
+    return "open"
+
+
+def zero_shot_claim(table, cfg, training=None) -> Claim:
+    dyns = [cfg.held_in, *cfg.held_out]
+    conds = {dyn: dict(evaders=1, dynamics=dyn, particles=cfg.particles) for dyn in dyns}
+    rows = {dyn: _rows(table, **c) for dyn, c in conds.items()}
+    measured = {
+        "tolerance": ZERO_SHOT_TOLERANCE,
+        "held_in": cfg.held_in,
+        "nbf": {d: r["nbf"] for d, r in rows.items()},
+        "floor": {d: r["exact_n"] for d, r in rows.items()},
+        "trivial": {d: r["trivial"] for d, r in rows.items()},
+        "trivial_name": {d: r["trivial_name"] for d, r in rows.items()},
+        "regeneration": {cfg.held_in: regeneration(table, conds[cfg.held_in], training)},
+    }
+    measured["by_dynamics"] = _zero_shot_parts(measured, cfg.held_out)
+    measured["pf_10n_normalised (finding)"] = {
+        d: summary(_per_seed(table, "nbf", **c) / _per_seed(table, "pf_10n", **c))
+        for d, c in conds.items()}
+    measured["pf_normalised (finding)"] = {
+        d: summary(_per_seed(table, "pf", **c) / _per_seed(table, IDEAL, **c))
+        for d, c in conds.items()}
+
+    def half_width(m):
+        return max((p["ratio"]["ci95"][1] - p["ratio"]["ci95"][0]) / 2
+                   for p in m["by_dynamics"].values())
+
     return Claim.check(
         "zero_shot",
-        "On dynamics held out from training, NBF's error stays within 20% of its held-in error.",
-        "zero-shot generalization to dynamics held out from training (abstract); issue 19: "
-        "within 20%",
+        "On dynamics held out from training, NBF's error normalised by the N-exact-sample floor "
+        "stays within 20% of its held-in value, and NBF still beats the trivial beliefs there.",
+        "zero-shot generalization to dynamics held out from training (abstract); the 20% "
+        "tolerance is ours (the abstract gives no number)",
         measured,
-        lambda m: all(v["side"] == "below" for v in m["by_dynamics"].values()),
-        f"for every held-out dynamics, the 95% CI over seeds of S_eps(NBF, held-out) / "
-        f"S_eps(NBF, held-in) lies below {ZERO_SHOT_TOLERANCE} (not held when any lies above)",
-        "pf_ratio and exact_n_ratio show how much harder the held-out dynamics are for a filter "
-        "that is exact in the limit, and for the N-sample floor.",
+        lambda m: _zero_shot_decision(_zero_shot_parts(m, cfg.held_out)) == "held",
+        f"for every held-out dynamics: the 95% CI over seeds of [S(NBF)/S(exact_n)] held-out / "
+        f"[S(NBF)/S(exact_n)] held-in lies below {ZERO_SHOT_TOLERANCE}, and the CI of "
+        "S(trivial) − S(NBF) on it lies above 0 (not held when a ratio CI lies above the "
+        "tolerance or NBF is significantly worse than the trivial belief)",
+        "Normalising by exact_n removes how hard each dynamics' beliefs are to represent with N "
+        "points; the PF-10N-normalised ratios are reported as a finding.",
         compared_with={"trivial": "prior_only / last_seen (best per dynamics)"},
-        inconclusive_if=lambda m: (
-            "NBF does not beat the best trivial belief on "
-            + ", ".join(d for d, v in m["by_dynamics"].items() if not v["nbf_vs_trivial"]["beats"])
-            if not all(v["nbf_vs_trivial"]["beats"] for v in m["by_dynamics"].values()) else
-            None if any(v["side"] == "above" for v in m["by_dynamics"].values())
-            or all(v["side"] == "below" for v in m["by_dynamics"].values()) else
-            "a ratio's CI contains the 1.2 tolerance"),
+        inconclusive_if=lambda m: _gate(m["regeneration"]) or (
+            "a ratio CI contains the tolerance, or the CI of trivial − NBF contains 0"
+            if _zero_shot_decision(m["by_dynamics"]) == "open" else None),
+        min_detectable_effect=half_width,
+        effect=ZERO_SHOT_TOLERANCE - 1.0,
+        ideal={"nbf": measured["floor"]},
+        ideal_note="the exact grid filter's belief drawn as N points (exact_n) in place of NBF",
+        trivial={"nbf": measured["trivial"]},
+        trivial_note="the strongest trivial belief of each dynamics in place of NBF",
     )
 
 
-@claim_set("tables/filtering.csv")
+@claim_set("tables/filtering.csv", "tables/training.csv")
 def CLAIMS(run) -> list[Claim]:
     table = tables.read(run.input("filtering.csv"), ["filter", "seed", METRIC])
-    return [tracking_claim(table, run.cfg), scaling_claim(table, run.cfg),
-            zero_shot_claim(table, run.cfg)]
+    training = tables.read(run.input("training.csv"))
+    return [tracking_claim(table, run.cfg, training), scaling_claim(table, run.cfg, training),
+            zero_shot_claim(table, run.cfg, training)]

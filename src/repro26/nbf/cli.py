@@ -107,7 +107,7 @@ def train_stage(run: Run) -> None:
     """Train the GDEs of dimension 2k for every seed (vmapped); write models and loss curve."""
     import numpy as np
 
-    from repro26.nbf import train
+    from repro26.nbf import losses, train
 
     k = run.variant["evaders"]
     if k not in run.cfg.evaders:
@@ -118,7 +118,11 @@ def train_stage(run: Run) -> None:
                                        progress=run.progress)
     io.save_checkpoint(out, models, len(history["nll"]))
     nll = np.asarray(history["nll"])  # (steps, seeds)
-    rows = [{"evaders": k, "dim": 2 * k, "seed": s, "step": i + 1, "nll": float(nll[i, j])}
+    final = nll[-max(1, len(nll) // 20):].mean(0)  # last 5% of steps: fresh batches each
+    entropy = float(losses.exact_entropy(pool, k, run.cfg.grid))
+    params = train.parameter_count(models)
+    rows = [{"evaders": k, "dim": 2 * k, "seed": s, "step": i + 1, "nll": float(nll[i, j]),
+             "nll_final": float(final[j]), "entropy": entropy, "parameters": params}
             for i in range(0, len(nll), max(1, len(nll) // 50)) for j, s in
             enumerate(run.cfg.seeds)]
     io.write_table(out.with_suffix(".csv"), rows, run.meta())

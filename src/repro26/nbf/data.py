@@ -132,6 +132,15 @@ def simulate(key, arena: Arena, trans: Float[Array, "T G2 G2"], n_evaders: int
     return jnp.concatenate([c0[None], cells]), obs
 
 
+def sample_categorical(key, probs: Float[Array, "... C"], n: int) -> Int[Array, "n ..."]:
+    """n independent draws from each categorical ``probs[..., :]`` (rows need not be
+    normalised) by inverting the CDF: c = #{j : F_j <= u · F_C}, u ~ U[0, 1), F the cumulative
+    sum. One uniform per draw (``jax.random.categorical`` draws C Gumbels per draw)."""
+    cdf = jnp.cumsum(probs, -1)
+    u = jax.random.uniform(key, (n, *probs.shape[:-1], 1)) * cdf[..., -1:]
+    return jnp.minimum(jnp.sum(cdf <= u, -1), probs.shape[-1] - 1)
+
+
 def cells_to_points(key, cells: Int[Array, "... k"], grid: int) -> Float[Array, "... d"]:
     """Continuous coordinates in [0, 1]^(2k): uniform inside each evader's cell."""
     rc = jnp.stack([cells // grid, cells % grid], -1).astype(jnp.float32)

@@ -18,6 +18,7 @@ STYLE = {  # filter -> (label, colour, line style)
     "prior_only": ("prior only (trivial)", "0.5", ":"),
     "last_seen": ("last seen (trivial)", "0.3", "-."),
     "exact_n": ("N exact samples (floor)", "k", ":"),
+    "regen": ("GDE regenerating N exact samples", "C3", ":"),
 }
 
 

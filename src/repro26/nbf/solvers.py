@@ -70,8 +70,7 @@ def exact_beliefs(arena: data.Arena, trans, obs) -> Float[Array, "T1 k G2"]:
 def sample_product(key, beliefs: Float[Array, "k G2"], n: int, grid: int) -> Float[Array, "n d"]:
     """n points from the product of the per-evader cell beliefs (uniform inside cells)."""
     k_cell, k_jit = jax.random.split(key)
-    cells = jax.random.categorical(k_cell, jnp.log(beliefs + 1e-30), axis=-1,
-                                   shape=(n, beliefs.shape[0]))
+    cells = data.sample_categorical(k_cell, beliefs, n)
     return data.cells_to_points(k_jit, cells, grid)
 
 
@@ -183,15 +182,14 @@ def run_filter(rep, key, x0: Float[Array, "n d"], trans: Float[Array, "T G2 G2"]
     n = x0.shape[0]
     key, k_init = jax.random.split(key)
     z0 = rep.embed(k_init, x0)
-    log_trans = jnp.log(trans + 1e-30)
 
     def step(z, inputs):
-        key, logP, L = inputs
+        key, P, L = inputs
         k_gen, k_dyn, k_jit, k_res, k_emb, k_bel = jax.random.split(key, 6)
         x = rep.sample(k_gen, z, n)
         cells = data.points_to_cells(x, grid)  # (n, k)
         diversity = unique_fraction(cells)
-        cells = jax.random.categorical(k_dyn, logP[cells], axis=-1)
+        cells = data.sample_categorical(k_dyn, P[cells], 1)[0]
         x = data.cells_to_points(k_jit, cells, grid)
         if use_observations:
             logw = jnp.sum(jnp.log(jnp.take_along_axis(L.T, cells, 0) + 1e-38), -1)
@@ -211,7 +209,7 @@ def run_filter(rep, key, x0: Float[Array, "n d"], trans: Float[Array, "T G2 G2"]
         return z, (bx, bw, ess, diversity, collapsed)
 
     T = trans.shape[0]
-    _, out = jax.lax.scan(step, z0, (jax.random.split(key, T), log_trans, lik))
+    _, out = jax.lax.scan(step, z0, (jax.random.split(key, T), trans, lik))
     return out
 
 

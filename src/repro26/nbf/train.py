@@ -25,6 +25,12 @@ def make_models(cfg, n_evaders: int, seeds) -> GDE:
     return eqx.filter_vmap(make)(jnp.asarray(seeds))
 
 
+def parameter_count(models: GDE) -> int:
+    """Trainable scalars of one seed's GDE (``models`` stacked on a leading seed axis)."""
+    leaves = jax.tree_util.tree_leaves(eqx.filter(models, eqx.is_inexact_array))
+    return int(sum(leaf[0].size for leaf in leaves))
+
+
 def optimizer(cfg) -> optax.GradientTransformation:
     schedule = optax.cosine_decay_schedule(cfg.learning_rate, cfg.train_steps)
     return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))

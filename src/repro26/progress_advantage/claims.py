@@ -1,11 +1,23 @@
-"""The abstract's three claims (as worded in issue 27) as predicates over the tables.
+"""The abstract's three claims as predicates over the tables.
 
 Every comparison is paired over seeds (one π_ref, π_RL, PRM, ORM per seed; the same candidate
 trajectories scored by every scorer) with a 95% Student-t CI of the per-seed difference. The
 application metrics: best-of-N and step-level beam search (test-time scaling, at equal
 sampling budgets) = mean success over the budgets N > 1 of ``bon_ns`` (area under the curve),
-AUROC of success, failure-attribution accuracy. pa and prm use the aggregation
-chosen per seed on validation problems.
+AUROC of success, failure-attribution accuracy. pa and prm use the aggregation chosen per seed
+on validation problems.
+
+Rows evaluated with the same predicate (``Claim.check``), each replacing only pa's numbers:
+
+* ideal — the oracle ``a_star``, the exact soft-optimal advantage A* under each seed's π_ref:
+  what pa is for the exact KL-optimal π* (β log π*/π_ref = A*). It needs a Markov π_ref
+  (``policy: mlp``); beam search has no oracle ranker, so the ideal row is judged on the
+  other applications;
+* trivial — the strongest trivial score of each application (random step scores or the step
+  position −t, whichever has the higher mean).
+
+A baseline counts in a comparison only where it beats the strongest trivial row of that
+application (paired CI above 0).
 """
 
 from __future__ import annotations
@@ -19,9 +31,13 @@ from repro26.core.stats import summary
 
 APPLICATIONS = ("best_of_n", "beam_search", "auroc", "attribution")
 CONFIDENCE = ("logprob", "self_certainty", "step_prob")
-# non-inferiority margins (absolute, per application) for "matches the trained reward models"
-MARGINS = {"best_of_n": 0.01, "beam_search": 0.01, "auroc": 0.02, "attribution": 0.05}
-TABULAR_THRESHOLD = 0.99
+REWARD_MODELS = ("prm", "orm")
+TRIVIAL = ("random", "position")
+ORACLE = "a_star"
+# the ORM is trained on whole trajectories; beam search ranks prefixes: not its kind of input
+RM_INPUTS = {"beam_search": ("prm",)}
+SLOPE_BAND = (0.95, 1.05)  # slope of β log π/π_ref against A*
+MAX_ERR = 0.05  # largest |β log π/π_ref − A*| on actions with π* >= 0.01, in units of std(A*)
 
 
 def _area(table, scorer):
@@ -50,143 +66,197 @@ def paired(a, b) -> dict:
     return summary(np.asarray(a, float) - np.asarray(b, float))
 
 
-def _comparisons(scores, against, method="pa"):
-    """Per application and baseline: the paired difference, and whether the baseline beats
-    the random row (else the comparison does not count)."""
+def strongest_trivial(per_scorer: dict) -> str:
+    return max((t for t in TRIVIAL if t in per_scorer), key=lambda t: np.mean(per_scorer[t]))
+
+
+def _comparisons(scores, against) -> dict:
+    """Per application: pa against the strongest trivial row, and per baseline the paired
+    difference pa − baseline and whether the baseline beats the trivial row (else it does not
+    count)."""
     out = {}
-    for app in APPLICATIONS:
-        s = scores[app]
-        out[app] = {"pa_vs_random": paired(s[method], s["random"])}
-        for b in against:
+    for app, s in scores.items():
+        s = {k: np.asarray(v, float) for k, v in s.items()}
+        trivial = strongest_trivial(s)
+        out[app] = {"trivial": trivial, "pa_vs_trivial": paired(s["pa"], s[trivial]),
+                    "baselines": {}}
+        for b in against.get(app, ()) if isinstance(against, dict) else against:
             if b not in s:
                 continue
-            out[app][b] = {"difference": paired(s[method], s[b]),
-                           "baseline_vs_random": paired(s[b], s["random"]),
-                           "counts": paired(s[b], s["random"])["ci95"][0] > 0,
-                           "pa_mean": float(np.mean(s[method])), "baseline_mean": float(np.mean(s[b]))}
+            vs = paired(s[b], s[trivial])
+            out[app]["baselines"][b] = {"difference": paired(s["pa"], s[b]),
+                                        "baseline_vs_trivial": vs, "counts": vs["ci95"][0] > 0,
+                                        "pa_mean": float(np.mean(s["pa"])),
+                                        "baseline_mean": float(np.mean(s[b]))}
     return out
 
 
-def _counted(m):
-    return [(app, b, c) for app, comp in m["comparisons"].items() for b, c in comp.items()
-            if b != "pa_vs_random" and c["counts"]]
+def _counted(comparisons):
+    return [(app, b, c) for app, comp in comparisons.items()
+            for b, c in comp["baselines"].items() if c["counts"]]
+
+
+def _decision(comparisons) -> str:
+    """held / not held / open: held when pa beats the trivial row everywhere, every application
+    has a counted baseline and pa beats every counted one (CI above 0); not held when pa loses
+    to the trivial row or to a counted baseline (CI at or below 0 on the whole)."""
+    counted = _counted(comparisons)
+    trivial = [c["pa_vs_trivial"]["ci95"] for c in comparisons.values()]
+    diffs = [c["difference"]["ci95"] for _, _, c in counted]
+    if any(hi <= 0 for _, hi in trivial + diffs):
+        return "not held"
+    if (all(lo > 0 for lo, _ in trivial + diffs)
+            and {app for app, _, _ in counted} == set(comparisons)):
+        return "held"
+    return "open"
+
+
+def _mde(comparisons) -> float:
+    rows = [c["difference"] for _, _, c in _counted(comparisons)] or [
+        c["pa_vs_trivial"] for c in comparisons.values()]
+    return max((r["ci95"][1] - r["ci95"][0]) / 2 for r in rows)
+
+
+def _effect(comparisons) -> float:
+    rows = [c["difference"] for _, _, c in _counted(comparisons)] or [
+        c["pa_vs_trivial"] for c in comparisons.values()]
+    return min(r["mean"] for r in rows)
+
+
+def _rows(scores) -> tuple[dict | None, dict]:
+    """Ideal (pa := a_star where measured) and trivial (pa := strongest trivial) score tables."""
+    as_lists = lambda s: {k: np.asarray(v, float).tolist() for k, v in s.items()}  # noqa: E731
+    trivial = {app: as_lists({**s, "pa": s[strongest_trivial(s)]}) for app, s in scores.items()}
+    if not any(ORACLE in s for s in scores.values()):
+        return None, trivial
+    ideal = {app: as_lists({**s, "pa": s[ORACLE]}) for app, s in scores.items() if ORACLE in s}
+    return ideal, trivial
+
+
+IDEAL_NOTE = ("pa replaced by the oracle a_star = A* under each seed's π_ref (β log π*/π_ref "
+              "for the exact KL-optimal π*), on the same trajectories; beam search has no "
+              "oracle ranker, so the ideal row is judged on the other applications")
+NO_IDEAL = ("no oracle row: A* under π_ref needs a Markov π_ref (policy: mlp); the transformer "
+            "policy's π_ref is not tabulable")
+
+
+def _application_claim(id, statement, paper, criterion, note, scores, against, compared_with,
+                       budget=None, budget_note=None) -> Claim:
+    scores = {app: {k: np.asarray(v, float).tolist() for k, v in s.items()}
+              for app, s in scores.items()}
+    measured = {"scores": scores, "comparisons": _comparisons(scores, against)}
+    ideal, trivial = _rows(scores)
+
+    def undecided(m):
+        if _decision(m["comparisons"]) != "open":
+            return None
+        if not _counted(m["comparisons"]):
+            return "no baseline beats the strongest trivial row in any application"
+        return "a 95% CI of pa − baseline or pa − trivial contains 0"
+
+    return Claim.check(
+        id, statement, paper, measured,
+        lambda m: _decision(_comparisons(m["scores"], against)) == "held", criterion, note,
+        compared_with=compared_with, inconclusive_if=undecided,
+        min_detectable_effect=lambda m: _mde(m["comparisons"]),
+        effect=lambda m: _effect(m["comparisons"]),
+        ideal=None if ideal is None else {"scores": ideal},
+        ideal_note=IDEAL_NOTE if ideal is not None else NO_IDEAL,
+        trivial={"scores": trivial},
+        trivial_note="pa replaced by the strongest trivial score of each application",
+        budget=budget, budget_note=budget_note)
 
 
 def beats_confidence_claim(scores) -> Claim:
-    m = {"comparisons": _comparisons(scores, CONFIDENCE)}
-
-    def holds(m):
-        pa_ok = all(c["pa_vs_random"]["ci95"][0] > 0 for c in m["comparisons"].values())
-        counted = _counted(m)
-        apps = {app for app, _, _ in counted}
-        return pa_ok and apps == set(APPLICATIONS) and all(
-            c["difference"]["ci95"][0] > 0 for _, _, c in counted)
-
-    def undecided(m):
-        counted = _counted(m)
-        if not counted:
-            return "no confidence baseline beats the random row in any application"
-        if any(c["difference"]["ci95"][1] <= 0 for _, _, c in counted):
-            return None  # a decisive non-win: not held
-        if any(c["pa_vs_random"]["ci95"][0] <= 0 for c in m["comparisons"].values()):
-            return None
-        open_ = [f"{app}/{b}" for app, b, c in counted if c["difference"]["ci95"][0] <= 0]
-        if open_:
-            return f"the 95% CI of pa − baseline straddles 0 for {', '.join(open_)}"
-        return None
-
-    return Claim.check(
+    return _application_claim(
         "beats_confidence",
         "Progress advantage outperforms the confidence-based baselines in test-time scaling, "
         "uncertainty quantification and failure attribution.",
         "consistently outperforms confidence-based baselines (abstract)",
-        m, holds,
-        "for every application (test-time scaling by best-of-N and by step-level beam search, "
-        "AUROC, attribution) and every confidence baseline (mean token log-prob, "
-        "self-certainty, minimum step probability) that beats the random row (paired 95% CI "
-        "over seeds above 0): the paired 95% CI of pa − baseline lies above 0; pa itself beats "
-        "random everywhere; not held when a CI lies at or below 0, inconclusive when one "
-        "straddles 0",
-        "Findings (not criteria): the oracle a_star (exact A* under π_ref) and pa_clip rows of "
-        "the tables.",
-        compared_with={"trivial": "random step scores; step position (-t)",
-                       "baselines": "mean token log-prob, self-certainty, min step probability"},
-        inconclusive_if=undecided,
-        min_detectable_effect=max((c["difference"]["ci95"][1] - c["difference"]["ci95"][0]) / 2
-                                  for _, _, c in _counted(m)) if _counted(m) else None,
-    )
+        "for every application (best-of-N, step-level beam search, AUROC, attribution): pa "
+        "beats the strongest trivial row (random / step position), and for every confidence "
+        "baseline (mean token log-prob, self-certainty, minimum step probability) that beats "
+        "that row, the paired 95% CI of pa − baseline lies above 0; not held when a CI lies "
+        "at or below 0, inconclusive when one straddles 0",
+        "The pa_clip row of the tables is a finding, not a criterion.",
+        scores, CONFIDENCE,
+        {"trivial": "random step scores; step position (-t)",
+         "baselines": "mean token log-prob, self-certainty, min step probability"})
 
 
-def matches_reward_models_claim(scores) -> Claim:
-    m = {"comparisons": _comparisons(scores, ("prm", "orm")), "margins": MARGINS}
-
-    def holds(m):
-        counted = _counted(m)
-        return bool(counted) and all(c["difference"]["ci95"][0] > -MARGINS[app]
-                                     for app, _, c in counted)
-
-    def undecided(m):
-        counted = _counted(m)
-        if not counted:
-            return "neither reward model beats the random row in any application"
-        if any(c["difference"]["ci95"][1] < -MARGINS[app] for app, _, c in counted):
-            return None
-        open_ = [f"{app}/{b}" for app, b, c in counted if c["difference"]["ci95"][0] <= -MARGINS[app]]
-        if open_:
-            return f"the 95% CI of pa − RM straddles −margin for {', '.join(open_)}"
-        return None
-
-    return Claim.check(
-        "matches_reward_models",
-        "Without any reward-model training, progress advantage matches or beats trained process "
-        "and outcome reward models.",
+def surpasses_reward_models_claim(scores, cfg=None) -> Claim:
+    budget = budget_note = None
+    if cfg is not None:
+        rl = cfg.rl_steps * cfg.rl_problems * cfg.rl_group
+        budget = {
+            "pa": {"optimiser_steps": cfg.rl_steps * cfg.rl_inner_epochs, "data_seen": rl},
+            "prm": {"optimiser_steps": cfg.rm_steps,
+                    "data_seen": cfg.rm_trajectories * (1 + cfg.horizon * cfg.rm_rollouts)},
+            "orm": {"optimiser_steps": cfg.rm_steps, "data_seen": cfg.rm_trajectories}}
+        why = ("not equalised: pa's budget is the RL post-training (trajectories sampled in "
+               "rl_steps); the reward models are trained on rm_trajectories of π_RL (PRM: plus "
+               "rm_rollouts Monte Carlo continuations per step); issue 46 asks for equal data")
+        budget_note = {"optimiser_steps": why, "data_seen": why}
+    against = {app: RM_INPUTS.get(app, REWARD_MODELS) for app in APPLICATIONS}
+    return _application_claim(
+        "surpasses_reward_models",
+        "Without any reward-model training, progress advantage surpasses trained process and "
+        "outcome reward models.",
         "surpasses dedicated trained reward models (abstract)",
-        m, holds,
-        f"non-inferiority, for every application (best-of-N, step-level beam search, AUROC, "
-        f"attribution) and reward model (PRM on Monte Carlo step "
-        f"labels; ORM on outcomes; attribution: PRM only) that beats the random row: the lower "
-        f"end of the paired 95% CI of pa − RM is above −margin, margins {MARGINS}; not held "
-        f"when a CI lies below −margin, inconclusive when one straddles it",
-        "Both reward models see π_RL's trajectories of rm_trajectories problems (PRM: "
-        "rm_rollouts continuations per step); 'surpasses' is reported through the differences.",
-        compared_with={"trivial": "random step scores", "baselines": "PRM, ORM"},
-        inconclusive_if=undecided,
-    )
+        "superiority, for every application (best-of-N, step-level beam search, AUROC, "
+        "attribution): pa beats the strongest trivial row, and for every reward model that "
+        "beats it (PRM on Monte Carlo step labels; ORM on outcomes, scored only on whole "
+        "trajectories: not in beam search or attribution) the one-sided lower end of the paired "
+        "95% CI of pa − RM lies above 0; not held when a CI lies at or below 0, inconclusive "
+        "when one straddles 0",
+        "Both reward models see π_RL's trajectories of rm_trajectories problems; the budgets "
+        "are stated in the claim's budget table.",
+        scores, against, {"trivial": "random step scores; step position (-t)",
+                          "baselines": "PRM, ORM"}, budget, budget_note)
+
+
+def _band(m) -> str:
+    """held / not held / open for the slope CI against SLOPE_BAND and the error bound."""
+    lo, hi = m["slope"]["ci95"]
+    if m["max_err_rel"] > MAX_ERR or hi < SLOPE_BAND[0] or lo > SLOPE_BAND[1]:
+        return "not held"
+    return "held" if SLOPE_BAND[0] <= lo and hi <= SLOPE_BAND[1] else "open"
 
 
 def tabular_claim(final) -> Claim:
-    corr = tables.per_seed(final, "corr_learned")
-    m = {"corr_learned": summary(corr), "corr_learned_min": float(np.min(corr)),
-         "steps": int(final["steps"][0]),
-         "corr_closed_form_min": float(np.min(final["corr_closed_form"])),
-         "max_abs_err_closed_form": float(np.max(final["max_abs_err_closed_form"])),
-         "slope_learned": summary(final["slope_learned"]),
-         "corr_unregularised": summary(final["corr_unregularised"]),
-         "corr_random": summary(final["corr_random"])}
+    std = np.asarray(final["a_star_std"], float)
 
-    def undecided(m):
-        lo, hi = m["corr_learned"]["ci95"]
-        if lo <= TABULAR_THRESHOLD < hi:
-            return f"the 95% CI over seeds of the correlation straddles {TABULAR_THRESHOLD}"
-        return None
+    def row(kind):
+        return {"slope": summary(tables.per_seed(final, f"slope_{kind}")),
+                "max_err_rel": float(np.max(np.asarray(final[f"max_err_big_{kind}"]) / std))}
 
+    m = {**row("learned"), "steps": int(final["steps"][0]),
+         "kl_to_pi_star": summary(final["kl_to_pi_star"]),
+         "objective_gap_learned": summary(final["objective_gap_learned"]),
+         "corr_learned": summary(final["corr_learned"]),
+         "corr_unregularised (finding)": summary(final["corr_unregularised"]),
+         "max_abs_err_closed_form": float(np.max(final["max_abs_err_closed_form"]))}
     return Claim.check(
         "tabular_identity",
         "In a tabular stochastic MDP, β·log π_RL/π_ref of the KL-regularised RL policy equals the "
-        "optimal advantage (correlation > 0.99).",
-        "log-probability ratio exactly recovers the optimal advantage (abstract); corr > 0.99 "
-        "(issue 27)",
-        m, lambda m: m["corr_learned"]["ci95"][0] > TABULAR_THRESHOLD
-        and m["corr_random"]["ci95"][1] < m["corr_learned"]["ci95"][0],
-        f"the policy learned by tab_steps exact policy-gradient steps on the KL-regularised "
-        f"objective (from π_ref): lower end of the 95% CI over seeds of corr(β log π/π_ref, A*) "
-        f"over decision state-action pairs > {TABULAR_THRESHOLD}, and above the random-score row",
-        "The closed-form π* = π_ref exp(A*/β) satisfies the identity by construction "
-        "(corr_closed_form, max_abs_err_closed_form: a check of soft value iteration, not "
-        "evidence); the claim is judged on the learned policy.",
+        "optimal advantage A*, in scale as well as in shape.",
+        "log-probability ratio exactly recovers the optimal advantage (abstract)",
+        m, lambda m: _band(m) == "held",
+        f"the policy after tab_steps (fixed at {int(final['steps'][0])}) exact policy-gradient "
+        f"steps on the KL-regularised objective, from π_ref: the 95% CI over seeds of the slope "
+        f"of β log π/π_ref against A* lies inside {list(SLOPE_BAND)}, and the largest |β log "
+        f"π/π_ref − A*| over actions with π* >= 0.01 is at most {MAX_ERR} std(A*) on every "
+        "seed; not held when the slope CI lies outside the band or the error exceeds the bound",
+        "Ideal row: the closed-form π* = π_ref exp(A*/β) (exact by construction: a check of "
+        "soft value iteration). The step count was fixed before these criteria were evaluated.",
         compared_with={"trivial": "i.i.d. normal scores",
                        "finding": "the policy trained without the KL term"},
-        inconclusive_if=undecided,
+        inconclusive_if=lambda m: ("the slope CI overlaps an edge of the band"
+                                   if _band(m) == "open" else None),
+        min_detectable_effect=lambda m: (m["slope"]["ci95"][1] - m["slope"]["ci95"][0]) / 2,
+        effect=(SLOPE_BAND[1] - SLOPE_BAND[0]) / 2,
+        ideal=row("closed_form"), ideal_note="the closed-form π* = π_ref exp(A*/β)",
+        trivial=row("random"), trivial_note="i.i.d. normal scores in place of β log π/π_ref",
     )
 
 
@@ -195,5 +265,5 @@ def tabular_claim(final) -> Claim:
 def CLAIMS(run) -> list[Claim]:
     scores = application_scores(*(tables.read(run.input(f"{t}.csv"))
                                   for t in ("bon", "auroc", "attribution", "beam")))
-    return [beats_confidence_claim(scores), matches_reward_models_claim(scores),
+    return [beats_confidence_claim(scores), surpasses_reward_models_claim(scores, run.cfg),
             tabular_claim(tables.read(run.input("tabular_final.csv")))]
