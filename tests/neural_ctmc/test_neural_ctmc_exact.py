@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from repro26.core.claims import CANNOT_SHOW
 from repro26.neural_ctmc import claims as C
 from repro26.neural_ctmc import exact as E
 from repro26.neural_ctmc import solvers
@@ -92,28 +93,45 @@ def test_exact_law_matches_monte_carlo_of_the_same_sampler(method, sampler):
 # ----------------------------------------------------------------------------- claims
 
 
-def _synthetic_table(ours_kl, theirs_kl, ours_entropy=4.0, spread=0.01, seeds=3):
-    """A synthetic.csv in which Neural CTMC's KL is ``ours_kl`` and every baseline's
-    ``theirs_kl`` at every N (per-seed jitter ``spread``); H(p) = 4."""
-    rows = []
+STEPS = (4, 16, 32)
+
+
+def _synthetic_tables(ours_kl, theirs_kl, ours_entropy=4.0, spread=0.01, seeds=3, floor=0.01):
+    """(synthetic.csv, synthetic_training.csv) in which Neural CTMC's KL is ``ours_kl`` and
+    every baseline's ``theirs_kl`` at every N (per-seed jitter ``spread``); every exact-rate
+    floor is ``floor``; H(p) = 4."""
+    rows, curves = [], []
     rng = np.random.default_rng(0)
     for method in METHODS:
-        for sampler in ALL_SAMPLERS[method]:
-            for seed in range(seeds):
-                for n in (2, 4, 8, 16):
+        for seed in range(seeds):
+            for sampler in ALL_SAMPLERS[method]:
+                for n in STEPS:
                     kl = ours_kl if method == "neural_ctmc" else theirs_kl
                     rows += [{"method": method, "sampler": sampler, "seed": seed, "steps": n,
                               "metric": "kl_qp", "value": kl + spread * rng.standard_normal()},
                              {"method": method, "sampler": sampler, "seed": seed, "steps": n,
                               "metric": "entropy", "value": ours_entropy}]
+            rows += [{"method": method, "sampler": "-", "seed": seed, "steps": 0, "metric": k,
+                      "value": v} for k, v in (("parameters", 1000), ("optimiser_steps", 50),
+                                               ("tokens_seen", 6000), ("nll_bound", 4.1),
+                                               ("nll_bound_half", 0.05))]
+            curves += [{"corpus": "synthetic", "method": method, "seed": seed, "step": s,
+                        "tokens": s * 100, "bound": 4.0 + 1.0 / s} for s in range(1, 51)]
     for sampler, noise in E.FLOORS:
         rows += [{"method": f"exact_{noise}", "sampler": sampler, "seed": 0, "steps": n,
-                  "metric": "kl_qp", "value": 0.01} for n in (2, 4, 8, 16)]
+                  "metric": metric, "value": v} for n in STEPS
+                 for metric, v in (("kl_qp", floor), ("entropy", 4.0))]
     rows += [{"method": "independent", "sampler": "-", "seed": 0, "steps": 0, "metric": "kl_qp",
               "value": 0.8},
+             {"method": "independent", "sampler": "-", "seed": 0, "steps": 0,
+              "metric": "entropy", "value": 4.5},
              {"method": "data", "sampler": "-", "seed": 0, "steps": 0, "metric": "entropy",
               "value": 4.0}]
-    return {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
+
+    def columns(rs):
+        return {k: np.asarray([r[k] for r in rs]) for k in rs[0]}
+
+    return columns(rows), columns(curves)
 
 
 @pytest.mark.parametrize("ours,theirs,entropy,spread,expected", [
@@ -122,14 +140,35 @@ def _synthetic_table(ours_kl, theirs_kl, ours_entropy=4.0, spread=0.01, seeds=3)
     (0.1, 0.3, 5.0, 0.01, "not held"),           # closer, but with the wrong diversity
     (0.1, 0.12, 4.0, 0.2, "inconclusive"),       # intervals overlap
     (0.1, 0.9, 4.0, 0.01, "inconclusive"),       # the baselines lose to the trivial law
+    (0.1, 0.01, 4.0, 0.0, "inconclusive"),       # baselines on their floor: the ideal cannot win
 ])
 def test_synthetic_claims_verdicts(ours, theirs, entropy, spread, expected):
-    table = _synthetic_table(ours, theirs, entropy, spread)
-    few, best = C.synthetic_claims(table)
+    few, best = C.synthetic_claims(*_synthetic_tables(ours, theirs, entropy, spread))
     assert few.verdict == expected, (few.verdict, few.inconclusive_reason)
+    assert few.measured["steps"] == ["16", "32"]  # the abstract's 16-128 only
+    assert "4" in few.measured["fewer_steps"]["neural_ctmc"]["kl"]        # a finding
+    if expected == "inconclusive":
+        assert np.isfinite(few.min_detectable_effect) and few.effect is not None
     if expected == "inconclusive" and spread > 0.1:
         assert few.min_detectable_effect > 0.02
+    if theirs == 0.01:
+        assert few.inconclusive_reason == CANNOT_SHOW and few.ideal_passes is False
+    elif spread < 0.1:
+        assert few.ideal_passes and few.trivial_passes is False
     assert best.id == "best_across_steps_exact"
+    assert set(best.budget) == set(METHODS)
+
+
+def test_excess_is_measured_above_each_samplers_own_floor():
+    """A method whose KL equals its own sampler's floor loses nothing: its excess is 0 even when
+    that floor is far above another sampler's, and then not even the ideal (excess 0) beats
+    it: the task cannot show the claim."""
+    table, curves = _synthetic_tables(0.1, 0.3, spread=0.0)
+    sel = (table["method"] == "exact_mask") & (table["metric"] == "kl_qp")
+    table["value"] = np.where(sel, 0.3, table["value"])
+    few, _ = C.synthetic_claims(table, curves)
+    np.testing.assert_allclose(few.measured["baselines"]["mdlm"]["excess"]["16"], 0.0, atol=1e-12)
+    assert few.verdict == "inconclusive" and few.inconclusive_reason == CANNOT_SHOW
 
 
 def _text_tables(ours_ppl, theirs_ppl, ours_entropy=2.8, spread=0.5, seeds=3):
@@ -137,8 +176,10 @@ def _text_tables(ours_ppl, theirs_ppl, ours_entropy=2.8, spread=0.5, seeds=3):
     rng = np.random.default_rng(1)
     for method in METHODS:
         for seed in range(seeds):
-            rows.append({"corpus": "text", "method": method, "seed": seed, "metric": "elbo_nll",
-                         "sampler": "-", "steps": 0, "value": 2.0})
+            rows += [{"corpus": "text", "method": method, "seed": seed, "metric": k,
+                      "sampler": "-", "steps": 0, "value": v}
+                     for k, v in (("elbo_nll", 2.0), ("parameters", 1000),
+                                  ("optimiser_steps", 50), ("tokens_seen", 6000))]
             for n in (16, 32):
                 ppl = ours_ppl if method == "neural_ctmc" else theirs_ppl
                 ent = ours_entropy if method == "neural_ctmc" else 2.8
@@ -165,5 +206,6 @@ def test_text_claims_verdicts(ours, theirs, entropy, spread, expected):
     table, ref = _text_tables(ours, theirs, entropy, spread)
     gen, best = C.text_claims(table, ref)
     assert gen.verdict == expected, (gen.verdict, gen.inconclusive_reason)
+    assert gen.ideal_passes is (theirs > 5.0) and gen.trivial_passes is False
     if expected in ("held", "not held") and entropy == 2.8:
         assert best.verdict == expected

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from repro26.core import io, tables
+from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, method_figures, resolve_run_config, run_stage
 from repro26.core.config import UsageError, as_dict, config_hash
 from repro26.neural_ctmc import cli as nc
@@ -22,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_smoke_end_to_end(tmp_path):
     scale, cfg, _ = resolve_run_config(nc, "neural_ctmc", ROOT / "config/config.yaml", "smoke")
-    # the synthetic study at its smallest: 2 seeds, N = 2 only, a few steps
+    # the synthetic study at its smallest: 2 seeds, N = 16 only (the claims' range), a few steps
     sc = cfg.synthetic
     cfg = dataclasses.replace(cfg, synthetic=dataclasses.replace(
-        sc, steps=(2,), sd_repeats=2, sd_sequences=4,
+        sc, steps=(16,), sd_repeats=2, sd_sequences=4,
         train=dataclasses.replace(sc.train, steps=4, chunk_size=2, checkpoint_every=2)))
 
     def run(stage, out, variant=None, seed=None, inputs=(), name=None):
@@ -69,11 +70,12 @@ def test_smoke_end_to_end(tmp_path):
     assert list(method_figures("neural_ctmc")) == [
         "synthetic_kl_vs_steps", "synthetic_bounds_and_variance", "gen_ppl_vs_steps",
         "training_curves", "samples"]
-    run("claims", "claims.json",
-        inputs=["tables/synthetic.csv", "tables/eval.csv", "tables/reference.csv"])
+    run("claims", "claims.json", inputs=["tables/synthetic.csv", "tables/synthetic_training.csv",
+                                         "tables/eval.csv", "tables/reference.csv"])
+    assert validate_claims_file(tmp_path / "claims.json") == []
 
     claims = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["id"] for c in claims["claims"]] == ["few_step_exact", "best_across_steps_exact",
+    assert [c["id"] for c in claims["claims"]] == ["gen_quality_exact", "best_across_steps_exact",
                                                    "gen_ppl_text", "best_across_steps"]
     assert all(c["verdict"] in ("held", "not held", "inconclusive") for c in claims["claims"])
     assert claims["meta"]["config_hash"] == config_hash(as_dict(cfg))  # the run's own config

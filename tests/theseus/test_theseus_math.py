@@ -194,3 +194,34 @@ def test_im2col_convolution_matches_lax_conv():
     pooled = stage(x)
     assert pooled.shape == (5, 3, 4)
     np.testing.assert_allclose(pooled[:, 1, 2], jax.nn.relu(stage.conv(x))[:, 2:4, 4:6].max(axis=(1, 2)))
+
+
+def test_every_parameter_of_every_network_learns():
+    """Guide CNN, target MLP, linear image model, guide transformer, GRU / linear-RNN targets and
+    the c-gram linear model: each trainable leaf gets gradient from the cross-entropy; a hybrid
+    trained with the CKA alignment too (the frozen guide is not part of the trained model)."""
+    from repro26.core.learning import assert_every_parameter_learns
+
+    cnn, mlp = _image_pair()
+    x = jax.random.uniform(KEY, (6, CANVAS, CANVAS))
+    y = jnp.arange(6) % 3
+    images = [(x, y)] * 3
+
+    def ce(net, b):
+        return losses.cross_entropy(jax.vmap(net)(b[0]), b[1])
+
+    for net in (cnn, mlp, M.make_image_linear(KEY, CANVAS)):
+        assert_every_parameter_learns(net, ce, images)
+    hybrid = M.swap(cnn, 0, mlp)
+
+    def aligned(net, b):
+        h, g = jax.vmap(net.features)(b[0])[0], jax.vmap(cnn.features)(b[0])[0]
+        pairs = [(h.reshape(h.shape[0], -1), jax.lax.stop_gradient(g.reshape(g.shape[0], -1)))]
+        return ce(net, b) + losses.alignment_loss("cka", pairs, 0.1)
+
+    assert_every_parameter_learns(hybrid, aligned, images)
+    tokens = jax.random.randint(KEY, (4, 6), 0, 7)
+    text = [(tokens[:, :-1], tokens[:, 1:])] * 3
+    guide, gru = _text_pair("gru")
+    for net in (guide, gru, _text_pair("linear")[1], M.make_text_linear(KEY, 7, 3)):
+        assert_every_parameter_learns(net, ce, text)

@@ -43,15 +43,22 @@ class TrainConfig:
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticConfig:
-    """The enumerable HMM language (``V^L`` sequences, exact law) and its study's budget."""
+    """The enumerable HMM language (``V^L`` sequences, exact law) and its study's budget.
+
+    ``steps``: sampling steps N of the exact output laws (the claims read 16-128, the
+    abstract's range; fewer are findings). ``model``: the backbone of all four methods here.
+    The NLL bound is estimated by Monte Carlo over ``bound_sequences`` sequences drawn from
+    ``p``, ``bound_draws`` stratified ``(t, x_t)`` draws each."""
 
     vocab_size: int
     hidden_states: int
     seq_len: int
     seeds: tuple[int, ...]
     steps: tuple[int, ...]
+    model: ModelConfig
     train: TrainConfig
     bound_draws: int
+    bound_sequences: int
     sd_sequences: int
     sd_repeats: int
     concentration: float = 0.1

@@ -9,7 +9,9 @@ Per (corpus, method, seed) the ``evaluate`` stage writes a tidy table with rows
 * per sampler and number of steps (16/32/64/128): ``gen_ppl`` — ``exp`` of the mean per-token
   NLL of the samples under the autoregressive scorer (text), ``entropy`` — mean unigram entropy
   of a sample in nats, ``exact_nll`` — mean exact per-token NLL of the samples under the true
-  HMM (synthetic language).
+  HMM (synthetic language);
+* ``parameters`` — trainable scalars; the summary adds ``optimiser_steps`` and ``tokens_seen``
+  from each training history (the budget of the claims' tables).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 from repro26.core import io, tables
 from repro26.neural_ctmc import data as D
 from repro26.neural_ctmc import losses, solvers
-from repro26.neural_ctmc.model import scorer_nll
+from repro26.neural_ctmc.model import n_parameters, scorer_nll
 from repro26.neural_ctmc.train import init_denoiser, init_scorer, load_corpus
 
 
@@ -67,7 +69,9 @@ def evaluate_model(run, corpus: str, method: str, seed: int) -> None:
     nll, nll_se = elbo_nll(method, model, val, k_elbo, cfg.eps, ev.elbo_draws, ev.batch_size)
     base = {"corpus": corpus, "method": method, "seed": seed}
     rows = [{**base, "metric": "elbo_nll", "sampler": "-", "steps": 0, "value": nll},
-            {**base, "metric": "elbo_nll_se", "sampler": "-", "steps": 0, "value": nll_se}]
+            {**base, "metric": "elbo_nll_se", "sampler": "-", "steps": 0, "value": nll_se},
+            {**base, "metric": "parameters", "sampler": "-", "steps": 0,
+             "value": n_parameters(model)}]
     samples_out = {}
     for sampler in solvers.SAMPLERS[method]:
         for steps in ev.steps:
@@ -132,6 +136,12 @@ def summarize(run, study: str) -> None:
                 bounds = t["loss"]
             for seed, sel in runs:
                 step, tokens, bound = t["step"][sel], t["tokens"][sel], bounds[sel]
+                # the budget, counted where it was spent (the training history)
+                budget = {"optimiser_steps": int(step.max()), "tokens_seen": int(tokens.max())}
+                where = {"method": method, "seed": seed, "sampler": "-", "steps": 0}
+                (synth_rows if corpus == "synthetic" else eval_rows).extend(
+                    {**where, **({} if corpus == "synthetic" else {"corpus": corpus}),
+                     "metric": k, "value": v} for k, v in budget.items())
                 # one-batch bound estimates are heavy-tailed: average over 1/25 of the run
                 window = max(1, len(step) // 25)
                 for i in range(window - 1, len(step), window):

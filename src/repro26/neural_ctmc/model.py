@@ -138,3 +138,8 @@ def scorer_nll(scorer: DiffusionTransformer, x: Int[Array, "B L"]) -> Float[Arra
     logits, _ = jax.vmap(scorer, in_axes=(0, None))(inp, jnp.zeros(()))
     logp = jax.nn.log_softmax(logits, axis=-1)
     return -jnp.take_along_axis(logp, x[..., None], axis=-1)[..., 0].mean(axis=-1)
+
+
+def n_parameters(model) -> int:
+    """Trainable scalars of one (unstacked) model."""
+    return int(sum(x.size for x in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_inexact_array))))
