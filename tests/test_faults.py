@@ -61,24 +61,19 @@ CASES = [
     ("seed_not_integer", lambda t, p: ["srgw", "pot", "--seed", "one"], "invalid int value: 'one'"),
     ("seed_negative", lambda t, p: ["srgw", "pot", "--seed", "-1"], "--seed: must be a non-negative"),
     ("seed_on_an_all_seeds_stage", lambda t, p: ["srgw", "claims", "--seed", "0"], "takes no --seed"),
-    ("seeds_repeated", lambda t, p: ["srgw", "data", "--config", str(_write(
-        t / "c.yaml", "srgw:\n  common: {}\n  smoke: {seeds: [0, 0]}\n  small: {}\n  paper: {}\n")),
-        "--scale", "smoke"], "srgw.smoke.seeds: seed 0 is listed twice"),
-    ("seeds_empty", lambda t, p: ["srgw", "data", "--config", str(_write(
-        t / "c.yaml", "srgw:\n  common: {}\n  smoke: {seeds: []}\n  small: {}\n  paper: {}\n")),
-        "--scale", "smoke"], "srgw.smoke.seeds: empty"),
+    ("seeds_repeated", lambda t, p: _srgw_section(t, smoke="{seeds: [0, 0]}"),
+     "srgw.smoke.seeds: seed 0 is listed twice"),
+    ("seeds_empty", lambda t, p: _srgw_section(t, smoke="{seeds: []}"), "srgw.smoke.seeds: empty"),
     ("threads_zero", lambda t, p: ["srgw", "data", "--threads", "0"], "--threads: must be a positive integer"),
     ("scale_unknown", lambda t, p: ["srgw", "data", "--scale", "huge"], "scale: 'huge' is not allowed"),
     ("config_missing", lambda t, p: ["srgw", "data", "--config", str(t / "nope.yaml")],
      "does not exist"),
     ("config_bad_yaml", lambda t, p: ["srgw", "data", "--config", str(_write(t / "c.yaml", "srgw: [\n"))],
      "line 2 is not valid YAML"),
-    ("config_wrong_type", lambda t, p: ["srgw", "data", "--config", str(_write(
-        t / "c.yaml", "srgw:\n  common: {max_iter: many}\n  smoke: {}\n  small: {}\n  paper: {}\n")),
-        "--scale", "smoke"], "srgw.smoke.max_iter: expected an integer, got 'many'"),
-    ("config_unknown_key", lambda t, p: ["srgw", "data", "--config", str(_write(
-        t / "c.yaml", "srgw:\n  common: {max_iters: 5}\n  smoke: {}\n  small: {}\n  paper: {}\n")),
-        "--scale", "smoke"], "srgw.smoke.max_iters: unknown field"),
+    ("config_wrong_type", lambda t, p: _srgw_section(t, common="{max_iter: many}"),
+     "srgw.smoke.max_iter: expected an integer, got 'many'"),
+    ("config_unknown_key", lambda t, p: _srgw_section(t, common="{max_iters: 5}"),
+     "srgw.smoke.max_iters: unknown field"),
     ("input_missing", lambda t, p: ["srgw", "figure", "gap_vs_n", "--input", str(t / "none.csv")],
      "does not exist"),
     ("figure_input_not_given", lambda t, p: ["srgw", "figure", "time_vs_n", "--input",
@@ -124,6 +119,12 @@ CASES = [
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def _srgw_section(t: Path, common: str = "{}", smoke: str = "{}") -> list[str]:
+    """argv of srgw's data stage at smoke with a config file holding only an srgw section."""
+    text = f"srgw:\n  common: {common}\n  smoke: {smoke}\n  small: {{}}\n  paper: {{}}\n"
+    return ["srgw", "data", "--config", str(_write(t / "c.yaml", text)), "--scale", "smoke"]
 
 
 def _files(folder: Path) -> set[Path]:
