@@ -153,20 +153,6 @@ def test_every_parameter_learns_finds_a_silenced_leaf():
 # ----------------------------------------------------------------------------- seeds and intervals
 
 
-def test_one_seed_gives_no_interval_and_an_inconclusive_verdict():
-    from repro26.core.stats import summary
-
-    one = summary([0.8])
-    assert one["n"] == 1 and all(b != b for b in one["ci95"])  # NaN, never a zero-width CI
-    claim = Claim.check("c", "s", "p", {"gain": one}, lambda m: m["gain"]["ci95"][0] > 0, "c",
-                        ideal_note="none")
-    assert claim.verdict == "inconclusive" and "fewer than two seeds" in claim.inconclusive_reason
-    nan = Claim.check("c", "s", "p", {"x": {"y": summary([1.0, float("nan")])}},
-                      lambda m: True, "c", ideal_note="none")
-    assert nan.verdict == "inconclusive" and "x.y" in nan.inconclusive_reason \
-        and "NaN" in nan.inconclusive_reason
-
-
 @pytest.mark.parametrize("seeds, message", [((), "empty"), ((0, 0), "listed twice"),
                                             ((3, 1, 3), "seed 3 is listed twice")])
 def test_seed_lists_must_be_distinct_and_non_empty(seeds, message):

@@ -5,8 +5,7 @@ always computed, never typed in by hand, and has three values (DESIGN.md, "Claim
 
 * ``held`` — the predicate holds on the measured numbers;
 * ``not held`` — it does not;
-* ``inconclusive`` — the experiment cannot tell at this scale, for one of four reasons: a
-  measured interval does not exist (fewer than two seeds, or a NaN among the values);
+* ``inconclusive`` — the experiment cannot tell at this scale, for one of three reasons:
   ``inconclusive_if(measured)`` returns a reason (the interval of the compared difference is
   wider than the effect, a compared baseline does not beat the trivial row, a model did not
   learn), or the ideal row fails the predicate (*the task cannot show it*), or the trivial row
@@ -58,28 +57,6 @@ BY_CONSTRUCTION = "passes by construction: the trivial row passes as well as the
 BUDGET_TOLERANCE = 0.10  # relative difference of a budget entry allowed without a note
 Number = float | int
 Effect = Number | str | Callable[[Mapping[str, Any]], Number | None] | None
-
-
-def _summaries(tree: Any, prefix: str = ""):
-    """``(dotted key, summary)`` of every ``{"mean", "ci95"}`` summary nested in ``tree``."""
-    if isinstance(tree, Mapping):
-        if "mean" in tree and "ci95" in tree:
-            yield prefix, tree
-            return
-        for key, value in tree.items():
-            yield from _summaries(value, f"{prefix}.{key}" if prefix else str(key))
-
-
-def _no_interval(measured: Mapping[str, Any]) -> str | None:
-    """The reason a verdict cannot be computed when a measured interval is missing: fewer than
-    two seeds (no interval at all), or a NaN among the values."""
-    for key, s in _summaries(measured):
-        bounds = s["ci95"]
-        if any(b is None or not math.isfinite(b) for b in bounds):
-            few = isinstance(s.get("n"), int) and s["n"] < 2
-            return (f"no interval for {key}: " + ("fewer than two seeds" if few else
-                                                  "a value is NaN or infinite"))
-    return None
 
 
 def budget_differences(budget: Mapping[str, Mapping[str, Number]],
@@ -178,9 +155,7 @@ class Claim:
             return None if row is None else bool(predicate({**measured, **row}))
 
         ideal_passes, trivial_passes = passes(ideal), passes(trivial)
-        reason = _no_interval(measured)
-        if not reason and inconclusive_if is not None:
-            reason = inconclusive_if(measured)
+        reason = inconclusive_if(measured) if inconclusive_if is not None else None
         if not reason and ideal_passes is False:
             reason = CANNOT_SHOW
         if not reason and ideal_passes and trivial_passes:

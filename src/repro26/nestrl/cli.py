@@ -32,7 +32,7 @@ class Config:
     mep_alpha: float = 0.01
     hidden: int = 64
     epochs: int = 4
-    minibatches: int = 2
+    minibatches: int = 4
     learning_rate: float = 0.002
     gamma: float = 0.99
     gae_lambda: float = 0.95
@@ -40,10 +40,10 @@ class Config:
     vf_coef: float = 0.5
     ent_coef: float = 0.01
     max_grad_norm: float = 0.5
-    shaped_anneal: float = 1.0  # shaping weight reaches 0 at this fraction of the updates
+    shaped_anneal: float = 0.5  # shaping weight reaches 0 at this fraction of the updates
     chunk_updates: int = 25
     eval_envs: int = 8
-    eval_repeats: int = 2
+    eval_repeats: int = 3
     eval_batch: int = 32
     patience: int = 3  # blocked moves before a human proxy switches role
     scripted_eps: float = 0.1
