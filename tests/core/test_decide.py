@@ -153,6 +153,38 @@ def test_every_parameter_learns_finds_a_silenced_leaf():
 # ----------------------------------------------------------------------------- seeds and intervals
 
 
+def test_one_seed_gives_no_interval_and_an_inconclusive_verdict():
+    from repro26.core.claims import claim_problems
+    from repro26.core.stats import summary
+
+    one = summary([0.8])
+    assert one["n"] == 1 and all(b != b for b in one["ci95"])  # NaN, never a zero-width CI
+    claim = Claim.check("c", "s", "p", {"gain": one}, lambda m: m["gain"]["ci95"][0] > 0, "c",
+                        ideal_note="none", effect=0.1)
+    assert claim.verdict == "inconclusive" and "gain: fewer than two seeds" in \
+        claim.inconclusive_reason
+    assert not claim_problems(claim.to_json())  # nothing is detectable: no MDE is owed
+    nan = Claim.check("c", "s", "p", {"x": {"y": summary([1.0, float("nan")])}},
+                      lambda m: m["x"]["y"]["mean"] > 0, "c", ideal_note="none")
+    assert nan.verdict == "inconclusive" and "x.y" in nan.inconclusive_reason \
+        and "NaN" in nan.inconclusive_reason
+
+
+def test_a_one_value_summary_the_predicate_does_not_read_decides_nothing():
+    """Informational summaries (one value per n, say) beside the compared ones do not make a
+    decided claim inconclusive: only the summaries the predicate reads count."""
+    from repro26.core.stats import summary
+
+    measured = {"gain": summary([0.5, 0.7, 0.6]), "per_n": {"64": summary([3.0])}}
+    claim = Claim.check("c", "s", "p", measured, lambda m: m["gain"]["ci95"][0] > 0, "c",
+                        ideal_note="none")
+    assert claim.verdict == "held"
+    items = Claim.check("c", "s", "p", measured,
+                        lambda m: all(s["mean"] > 0 for s in m["per_n"].values()), "c",
+                        ideal_note="none")
+    assert items.verdict == "inconclusive" and "per_n.64" in items.inconclusive_reason
+
+
 @pytest.mark.parametrize("seeds, message", [((), "empty"), ((0, 0), "listed twice"),
                                             ((3, 1, 3), "seed 3 is listed twice")])
 def test_seed_lists_must_be_distinct_and_non_empty(seeds, message):

@@ -73,6 +73,14 @@ def test_conservation_to_round_off_on_periodic_domain():
     assert np.all(np.abs(after - before) <= 2e-6 * scale)
 
 
+def test_a_solver_that_hits_its_step_cap_raises():
+    """Stopping before the end time is an error, not a frame at the wrong time."""
+    q0 = _random_state(jax.random.PRNGKey(0), 16, 24)
+    grid = solvers.Grid(24, 16, 1 / 24, 1 / 16, ("periodic",) * 4)
+    with pytest.raises(Exception, match="step cap 3"):
+        jax.block_until_ready(jax.jit(lambda q: solvers.advance(q, 0.05, grid, max_steps=3))(q0))
+
+
 def test_x_y_symmetry_of_the_scheme():
     """Transposing the state (and swapping u, v and the boundary pairs) transposes dq/dt."""
     q = _random_state(jax.random.PRNGKey(1), 12, 20)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError, Count, NonNegativeInt, Positive, UsageError
 from repro26.core.method import stage
 
 
@@ -22,49 +22,49 @@ class Config:
     # targets of the tightness experiment (data.TARGETS) and their settings
     targets: tuple[str, ...]
     surrogates: tuple[str, ...]
-    seq_len: int
-    vocab: int
-    train_sequences: int
-    test_sequences: int
-    states: tuple[int, ...]
-    retrieval_pairs: int
-    retrieval_sharpness: float
-    smooth_width: float
-    clusters: int
-    cluster_sharpness: float
-    surrogate_hidden: int  # width of the surrogates' hidden ReLU feature layer
-    steps: int
-    batch: int
-    lr: float
+    seq_len: Count
+    vocab: Count
+    train_sequences: Count
+    test_sequences: Count
+    states: tuple[Count, ...]
+    retrieval_pairs: Count
+    retrieval_sharpness: Positive
+    smooth_width: Positive
+    clusters: Count
+    cluster_sharpness: Positive
+    surrogate_hidden: Count  # width of the surrogates' hidden ReLU feature layer
+    steps: Count
+    batch: Count
+    lr: Positive
     # state scaling: MQAR with K pairs and d_v-dimensional values
-    scaling_pairs: tuple[int, ...]
-    scaling_value_dims: tuple[int, ...]
-    scaling_states: tuple[int, ...]
-    scaling_seq_len: int
-    state_tol: float  # required state: smallest with ||P - M||_2 <= state_tol ||P||_2
+    scaling_pairs: tuple[Count, ...]
+    scaling_value_dims: tuple[Count, ...]
+    scaling_states: tuple[Count, ...]
+    scaling_seq_len: Count
+    state_tol: Positive  # required state: smallest with ||P - M||_2 <= state_tol ||P||_2
     # head survey: GPT-2-shaped transformers trained here
     survey_models: tuple[str, ...]
     lm_seeds: tuple[int, ...]
-    lm_seq_len: int
-    lm_d_model: int
-    lm_layers: int
-    lm_heads: int
-    lm_steps: int
-    lm_batch: int
-    lm_lr: float
-    lm_train_windows: int
-    mqar_pairs: int
-    mqar_keys: int
-    survey_sequences: int
-    survey_states: tuple[int, ...]
-    survey_probe_state: int  # a head's obstruction is small when its bound at this state
-    survey_tol: float  # is <= survey_tol ||P||_2
-    exact_svd_max_len: int
-    split_stride: int
+    lm_seq_len: Count
+    lm_d_model: Count
+    lm_layers: Count
+    lm_heads: Count
+    lm_steps: Count
+    lm_batch: Count
+    lm_lr: Positive
+    lm_train_windows: Count
+    mqar_pairs: Count
+    mqar_keys: Count
+    survey_sequences: Count
+    survey_states: tuple[Count, ...]
+    survey_probe_state: Count  # a head's obstruction is small when its bound at this state
+    survey_tol: Positive  # is <= survey_tol ||P||_2
+    exact_svd_max_len: Count
+    split_stride: Count
     # GPT-2-layout weight files (.npz, Hugging Face names) surveyed as well (paper scale)
     checkpoints: tuple[str, ...] = ()
-    checkpoint_heads: tuple[int, ...] = ()
-    checkpoint_seq_len: int = 1024
+    checkpoint_heads: tuple[NonNegativeInt, ...] = ()
+    checkpoint_seq_len: Count = 1024
 
 
 def check(cfg: Config) -> None:

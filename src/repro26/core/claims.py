@@ -5,8 +5,9 @@ always computed, never typed in by hand, and has three values (DESIGN.md, "Claim
 
 * ``held`` — the predicate holds on the measured numbers;
 * ``not held`` — it does not;
-* ``inconclusive`` — the experiment cannot tell at this scale, for one of three reasons:
-  ``inconclusive_if(measured)`` returns a reason (the interval of the compared difference is
+* ``inconclusive`` — the experiment cannot tell at this scale, for one of four reasons: a
+  summary the predicate reads has no interval (fewer than two seeds, or a NaN among its
+  values); ``inconclusive_if(measured)`` returns a reason (the interval of the compared difference is
   wider than the effect, a compared baseline does not beat the trivial row, a model did not
   learn), or the ideal row fails the predicate (*the task cannot show it*), or the trivial row
   passes it as well as the ideal (*passes by construction*).
@@ -20,7 +21,8 @@ The schema of one claim in ``claims.json`` (every key always present):
 ``verdict``, ``holds``     computed; ``holds`` is ``verdict == "held"``
 ``inconclusive_reason``    why, when inconclusive
 ``min_detectable_effect``  number: the smallest effect the experiment could have detected
-                           (required when inconclusive; :func:`validate_claims_file`)
+                           (required when inconclusive, unless a read summary has no interval;
+                           :func:`validate_claims_file`)
 ``effect``                 number or text: the effect the claim is about (required then too)
 ``trivial``                the strongest trivial row's numbers (same keys the predicate reads),
                            ``trivial_note`` saying what it is; ``trivial_passes`` the predicate
@@ -54,9 +56,51 @@ Verdict = Literal["held", "not held", "inconclusive"]
 VERDICTS: tuple[str, ...] = ("held", "not held", "inconclusive")
 CANNOT_SHOW = "the task cannot show it: the ideal does not pass"
 BY_CONSTRUCTION = "passes by construction: the trivial row passes as well as the ideal"
+NO_INTERVAL = "no interval for"
 BUDGET_TOLERANCE = 0.10  # relative difference of a budget entry allowed without a note
 Number = float | int
 Effect = Number | str | Callable[[Mapping[str, Any]], Number | None] | None
+
+
+def _is_summary(tree: Any) -> bool:
+    return isinstance(tree, Mapping) and "mean" in tree and "ci95" in tree
+
+
+class _Reads(Mapping):
+    """A read-only view of ``measured`` that records which ``{"mean", "ci95"}`` summaries are
+    read through it, so only the summaries a predicate uses decide "no interval"."""
+
+    def __init__(self, data: Mapping[str, Any], path: str, log: dict[str, Mapping]):
+        self._data, self._path, self._log = data, path, log
+
+    def __getitem__(self, key):
+        if _is_summary(self._data):
+            self._log[self._path] = self._data
+        value = self._data[key]
+        if isinstance(value, Mapping):
+            return _Reads(value, f"{self._path}.{key}" if self._path else str(key), self._log)
+        return value
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _no_interval(predicate: Callable[[Mapping[str, Any]], Any],
+                 measured: Mapping[str, Any]) -> str | None:
+    """Why the predicate cannot be evaluated on ``measured``: a summary it reads has fewer than
+    two seeds (no interval, never a zero-width one) or a NaN or infinite bound."""
+    read: dict[str, Mapping] = {}
+    predicate(_Reads(measured, "", read))
+    for key, s in read.items():
+        bounds = [s.get("mean"), *s["ci95"]]
+        if isinstance(s.get("n"), int) and s["n"] < 2:
+            return f"{NO_INTERVAL} {key}: fewer than two seeds"
+        if any(not isinstance(b, (int, float)) or not math.isfinite(b) for b in bounds):
+            return f"{NO_INTERVAL} {key}: a value is NaN or infinite"
+    return None
 
 
 def budget_differences(budget: Mapping[str, Mapping[str, Number]],
@@ -128,7 +172,8 @@ class Claim:
     ) -> "Claim":
         """Evaluate the verdict on ``measured``; ``criterion`` says in words what it tests.
 
-        Order: ``inconclusive_if`` first; then the ideal row (``{**measured, **ideal}`` must
+        Order: a summary the predicate reads without an interval first; ``inconclusive_if``
+        next; then the ideal row (``{**measured, **ideal}`` must
         pass the predicate, or the task cannot show the claim); then the trivial row (passing
         with the ideal means the predicate passes by construction); then the predicate.
         ``min_detectable_effect`` and ``effect`` may be callables of ``measured``.
@@ -155,7 +200,9 @@ class Claim:
             return None if row is None else bool(predicate({**measured, **row}))
 
         ideal_passes, trivial_passes = passes(ideal), passes(trivial)
-        reason = inconclusive_if(measured) if inconclusive_if is not None else None
+        reason = _no_interval(predicate, measured)
+        if not reason and inconclusive_if is not None:
+            reason = inconclusive_if(measured)
         if not reason and ideal_passes is False:
             reason = CANNOT_SHOW
         if not reason and ideal_passes and trivial_passes:
@@ -230,7 +277,9 @@ def claim_problems(claim: Mapping[str, Any]) -> list[str]:
         problems.append(f"{cid}: holds disagrees with verdict")
     if claim["verdict"] == "inconclusive":
         mde = claim["min_detectable_effect"]
-        if not isinstance(mde, (int, float)) or isinstance(mde, bool) or not math.isfinite(mde):
+        no_interval = str(claim["inconclusive_reason"]).startswith(NO_INTERVAL)  # nothing detectable
+        if not no_interval and (not isinstance(mde, (int, float)) or isinstance(mde, bool)
+                                or not math.isfinite(mde)):
             problems.append(f"{cid}: inconclusive without a finite min_detectable_effect")
         if claim["effect"] is None:
             problems.append(f"{cid}: inconclusive without the effect the claim is about")

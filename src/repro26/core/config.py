@@ -25,13 +25,52 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 import yaml
 
 SCALES: tuple[str, ...] = ("smoke", "small", "paper")
 
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """The range a numeric setting must lie in, attached to its annotation
+    (``Annotated[float, Bounds(0, 1, low_open=True)]``) and checked where the config is parsed:
+    a learning rate of 0 or a negative step count is refused before anything runs."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        if value != value:  # NaN lies in no range
+            return False
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return not (self.high is not None
+                    and (value >= self.high if self.high_open else value > self.high))
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            return (f"in {'(' if self.low_open else '['}{self.low:g}, "
+                    f"{self.high:g}{')' if self.high_open else ']'}")
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high:g}"
+        return "any number"
+
+
+# the ranges that recur across methods
+Count = Annotated[int, Bounds(1)]  # sizes, step counts, epochs, widths: at least 1
+NonNegativeInt = Annotated[int, Bounds(0)]  # warm-up steps, optional extras: 0 allowed
+Positive = Annotated[float, Bounds(0, low_open=True)]  # learning rates, sigmas, temperatures
+NonNegative = Annotated[float, Bounds(0)]  # penalty weights, noise levels that may be off
+Probability = Annotated[float, Bounds(0, 1)]  # discount factors, fractions, mixing weights
+OpenUnit = Annotated[float, Bounds(0, 1, low_open=True)]  # CFL numbers, fractions that must act
 
 
 class ConfigError(ValueError):
@@ -119,6 +158,8 @@ def method_section(config: Mapping[str, Any], method: str, config_dir: Path | No
 
 
 def _type_name(tp: Any) -> str:
+    if get_origin(tp) is Annotated:
+        return _type_name(get_args(tp)[0])
     if get_origin(tp) is Literal:
         return "one of " + ", ".join(repr(a) for a in get_args(tp))
     return getattr(tp, "__name__", str(tp))
@@ -128,6 +169,13 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
     """Check ``value`` against the annotation ``tp``; ints are accepted where floats are."""
     origin = get_origin(tp)
     if tp is Any:
+        return value
+    if origin is Annotated:
+        inner, *extras = get_args(tp)
+        value = coerce(value, inner, where)
+        for bounds in extras:
+            if isinstance(bounds, Bounds) and not bounds.contains(value):
+                raise ConfigError(f"{where}: must be {bounds.describe()}, got {value!r}")
         return value
     if origin is Literal:
         if isinstance(value, str) and value not in get_args(tp):  # "3" from --config for 3
@@ -204,7 +252,7 @@ def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
     """Build the frozen dataclass ``cls`` from ``values``, naming the first bad field."""
     if not isinstance(values, Mapping):
         raise ConfigError(f"{where}: expected a mapping, got {values!r}")
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(values) - set(fields))
     if unknown:

@@ -7,12 +7,13 @@ from scipy import stats
 
 
 def mean_ci(values, axis: int = 0, level: float = 0.95):
-    """Mean and half-width of the Student-t confidence interval over ``axis`` (the seeds)."""
+    """Mean and half-width of the Student-t confidence interval over ``axis`` (the seeds).
+    With fewer than two values there is no interval: the half-width is NaN, never 0."""
     values = np.asarray(values, dtype=float)
     n = values.shape[axis]
     mean = values.mean(axis=axis)
     if n < 2:
-        return mean, np.zeros_like(mean)
+        return mean, np.full_like(mean, np.nan)
     sem = values.std(axis=axis, ddof=1) / np.sqrt(n)
     return mean, stats.t.ppf(0.5 + level / 2, n - 1) * sem
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError, Count, NonNegative, Positive, Probability, UsageError
 from repro26.core.method import stage
 
 GENERATORS = ("dsbm", "bipartite")
@@ -27,30 +27,30 @@ class Config:
     seeds: tuple[int, ...]
     datasets: tuple[str, ...]  # generators (dsbm, bipartite) or names in csv_files
     models: tuple[str, ...]  # learned models; heuristics always run
-    n_nodes: int  # dsbm nodes; bipartite users + items
-    n_snapshots: int
-    events_per_snapshot: int
-    n_train_snapshots: int  # the rest is the test period
-    hidden: int
-    lsh_tables: int
-    lsh_bits: int  # 2**lsh_bits reservoir slots per table
-    train_steps: int  # Adam steps, each one epoch over the training snapshots
-    lr: float
-    chunk_size: int
-    mrr_negatives: int
-    timing_rounds: int  # interleaved CPU-time rounds (repro26.core.timing), at least 3
+    n_nodes: Count  # dsbm nodes; bipartite users + items
+    n_snapshots: Count
+    events_per_snapshot: Count
+    n_train_snapshots: Count  # the rest is the test period
+    hidden: Count
+    lsh_tables: Count
+    lsh_bits: Count  # 2**lsh_bits reservoir slots per table
+    train_steps: Count  # Adam steps, each one epoch over the training snapshots
+    lr: Positive
+    chunk_size: Count
+    mrr_negatives: Count
+    timing_rounds: Count  # interleaved CPU-time rounds (repro26.core.timing), at least 3
     # dsbm generator
-    n_communities: int
-    affinity: float  # odds of a same-community partner vs another community
-    drift: float  # per-snapshot probability a node changes community
-    frac_repeat: float
-    frac_triadic: float
-    feature_dim: int
-    feature_noise: float
+    n_communities: Count
+    affinity: Positive  # odds of a same-community partner vs another community
+    drift: Probability  # per-snapshot probability a node changes community
+    frac_repeat: Probability
+    frac_triadic: Probability
+    feature_dim: Count
+    feature_noise: NonNegative
     # bipartite generator
-    bipartite_users: int
-    n_item_clusters: int
-    p_pref: float
+    bipartite_users: Count
+    n_item_clusters: Count
+    p_pref: Probability
     # user-supplied JODIE/TGB CSV files, name -> path (read at the data stage)
     csv_files: dict[str, str] = dataclasses.field(default_factory=dict)
 

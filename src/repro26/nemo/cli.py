@@ -13,7 +13,7 @@ from typing import Literal
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError, Count, NonNegative, Positive, UsageError
 from repro26.core.method import stage
 from repro26.nemo.simulator import PERSONA_FIELDS, STRATEGIES
 
@@ -39,21 +39,21 @@ class PersonaValues:
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
-    iterations: int
-    users_per_batch: int
-    epochs: int
-    learning_rate: float
-    clip_eps: float
-    entropy_coef: float
-    width: int
-    lookahead: int  # H: turns of forward simulation per credit estimate
-    chunk_size: int
+    iterations: Count
+    users_per_batch: Count
+    epochs: Count
+    learning_rate: Positive
+    clip_eps: Positive
+    entropy_coef: NonNegative
+    width: Count
+    lookahead: Count  # H: turns of forward simulation per credit estimate
+    chunk_size: Count
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
-    eval_users: int
+    eval_users: Count
     ppo: PPOConfig
     # (empathic load e_k, informational load g_k) per ESConv strategy: stated priors (ESConv's
     # annotated dialogues are not in an installed package, so nothing is fitted)
@@ -62,12 +62,12 @@ class Config:
     # each field uniform on [lo, hi]
     personas: dict[str, dict[str, tuple[float, float]]]
     curve_personas: dict[str, PersonaValues]
-    horizon: int = 10
-    obs_noise: float = 0.1
-    process_noise: float = 0.02
-    reappraisal: float = 0.05
-    balance_temperature: float = 0.1
-    planner_beam: int = 64  # beam width of the ideal rows' planner (repro26.nemo.solvers)
+    horizon: Count = 10
+    obs_noise: NonNegative = 0.1
+    process_noise: NonNegative = 0.02
+    reappraisal: NonNegative = 0.05
+    balance_temperature: Positive = 0.1
+    planner_beam: Count = 64  # beam width of the ideal rows' planner (repro26.nemo.solvers)
     alt_family: Literal["logit"] = "logit"
 
     @property

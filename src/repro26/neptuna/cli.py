@@ -16,7 +16,9 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import (
+    ConfigError, Count, NonNegative, NonNegativeInt, OpenUnit, Positive, UsageError,
+)
 from repro26.core.method import stage
 
 
@@ -26,45 +28,45 @@ class Config:
     datasets: tuple[str, ...]
     models: tuple[str, ...]
     losses: tuple[str, ...]  # studied on `loss_model`; the other models train with mse
-    nx: int
-    ny: int
-    n_traj: int
-    n_test: int
-    n_frames: int
-    train_steps: int
-    sod_ns: tuple[int, ...]
-    coarsen: int = 2  # surrogates see the fields average-pooled by this factor
+    nx: Count
+    ny: Count
+    n_traj: Count
+    n_test: Count
+    n_frames: Count
+    train_steps: Count
+    sod_ns: tuple[Count, ...]
+    coarsen: Count = 2  # surrogates see the fields average-pooled by this factor
     loss_model: str = "unet"
-    data_seed: int = 0
-    cfl: float = 0.4
-    batch_size: int = 4
-    lr: float = 0.001
-    chunk_size: int = 50
-    unet_width: int = 8
-    fno_width: int = 16
-    fno_modes: int = 8
-    fno_layers: int = 3
-    vit_patch: int = 4
-    vit_dim: int = 32
-    vit_depth: int = 2
-    vit_heads: int = 4
-    interface_gamma: float = 10.0
-    interface_tau: float = 0.1
-    softadapt_beta: float = 0.1
-    gradnorm_lr: float = 0.025
-    gradnorm_a: float = 1.5
-    timing_steps: int = 10  # training steps per timed call (calls repeat to timing_min_seconds)
-    timing_repeats: int = 7  # interleaved rounds (>= 3)
+    data_seed: NonNegativeInt = 0
+    cfl: OpenUnit = 0.4
+    batch_size: Count = 4
+    lr: Positive = 0.001
+    chunk_size: Count = 50
+    unet_width: Count = 8
+    fno_width: Count = 16
+    fno_modes: Count = 8
+    fno_layers: Count = 3
+    vit_patch: Count = 4
+    vit_dim: Count = 32
+    vit_depth: Count = 2
+    vit_heads: Count = 4
+    interface_gamma: Positive = 10.0
+    interface_tau: Positive = 0.1
+    softadapt_beta: Positive = 0.1
+    gradnorm_lr: Positive = 0.025
+    gradnorm_a: NonNegative = 1.5
+    timing_steps: Count = 10  # training steps per timed call (calls repeat to timing_min_seconds)
+    timing_repeats: Count = 7  # interleaved rounds (>= 3)
     timing_dataset: str = "bubble"
-    timing_min_seconds: float = 0.1
+    timing_min_seconds: Positive = 0.1
     foundation_model: str = "fno"  # the architecture pretrained on every dataset jointly
-    pretrain_steps: int = 300
+    pretrain_steps: Count = 300
     datasets_3d: tuple[str, ...] = ()  # 3-D datasets (data only), run at `paper`
-    nx3: int = 64
-    ny3: int = 32
-    nz3: int = 32
-    n_traj_3d: int = 2
-    n_frames_3d: int = 5
+    nx3: Count = 64
+    ny3: Count = 32
+    nz3: Count = 32
+    n_traj_3d: Count = 2
+    n_frames_3d: Count = 5
 
 
 def check(cfg: Config) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
@@ -236,7 +237,9 @@ def ssp_rk2_step(q, dt, grid):
 
 
 def advance(q, t_end, grid, cfl: float = 0.4, max_steps: int = 100_000):
-    """Integrate to ``t_end`` with CFL steps (the last one clipped); returns (q, steps taken)."""
+    """Integrate to ``t_end`` with CFL steps (the last one clipped); returns (q, steps taken).
+    Stopping short of ``t_end`` (the step cap reached, or a non-finite state that stalls the
+    clock) raises rather than returning a state at the wrong time."""
     def cond(carry):
         _, t, k = carry
         return (t < t_end) & (k < max_steps)
@@ -246,7 +249,9 @@ def advance(q, t_end, grid, cfl: float = 0.4, max_steps: int = 100_000):
         dt = jnp.minimum(cfl_dt(q, grid, cfl), t_end - t)
         return ssp_rk2_step(q, dt, grid), t + dt, k + 1
 
-    q, _, k = jax.lax.while_loop(cond, body, (q, jnp.zeros((), q.dtype), jnp.zeros((), jnp.int32)))
+    q, t, k = jax.lax.while_loop(cond, body, (q, jnp.zeros((), q.dtype), jnp.zeros((), jnp.int32)))
+    q = eqx.error_if(q, ~(t >= t_end), f"neptuna solver: stopped before the frame's end time "
+                     f"(step cap {max_steps} reached or the state is not finite)")
     return q, k
 
 

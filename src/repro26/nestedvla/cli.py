@@ -17,7 +17,9 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError
+from repro26.core.config import (
+    ConfigError, Count, NonNegative, NonNegativeInt, Positive, Probability,
+)
 from repro26.core.method import stage
 
 
@@ -27,46 +29,46 @@ SKILL_TRAINERS = ("bc", "ppo")
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
-    task_seed: int
-    n_tasks: int  # training tasks per suite (half reach, half place)
-    n_heldout: int  # held-out tasks per suite (task tokens never trained on)
-    n_pretrain: int  # the base policy's pretraining tasks per suite (another draw)
-    horizon: int
-    demo_episodes: int  # expert episodes per task
-    demo_noise: float  # action noise of the demonstrating expert (labels stay clean)
-    eval_episodes: int  # random starts per task and method
-    width: int  # transformer width (model dimension)
-    depth: int  # transformer blocks
-    heads: int  # attention heads
-    rank: int
-    code_dim: int  # layer code of the inner hypernetwork
-    inner_width: int
-    outer_width: int
-    base_steps: int
-    base_lr: float
-    adapter_steps: int
-    adapter_lr: float
+    task_seed: NonNegativeInt
+    n_tasks: Count  # training tasks per suite (half reach, half place)
+    n_heldout: Count  # held-out tasks per suite (task tokens never trained on)
+    n_pretrain: Count  # the base policy's pretraining tasks per suite (another draw)
+    horizon: Count
+    demo_episodes: Count  # expert episodes per task
+    demo_noise: NonNegative  # action noise of the demonstrating expert (labels stay clean)
+    eval_episodes: Count  # random starts per task and method
+    width: Count  # transformer width (model dimension)
+    depth: Count  # transformer blocks
+    heads: Count  # attention heads
+    rank: Count
+    code_dim: Count  # layer code of the inner hypernetwork
+    inner_width: Count
+    outer_width: Count
+    base_steps: Count
+    base_lr: Positive
+    adapter_steps: Count
+    adapter_lr: Positive
     skill_trainer: str  # how the per-task adapters are learned: "bc" or "ppo"
-    ppo_iterations: int  # PPO: iterations (collect, then epochs of updates)
-    ppo_envs: int  # PPO: episodes collected per task and iteration
-    ppo_epochs: int  # PPO: full-batch Adam steps per iteration
-    ppo_lr: float
-    ppo_clip: float  # PPO: ratio clip epsilon
-    ppo_gamma: float  # PPO: discount
-    ppo_lambda: float  # PPO: GAE lambda
-    ppo_std: float  # PPO: initial action standard deviation
-    nested_steps: int  # also the joint adapter's steps
-    reconstruction_weight: float
-    per_task: int  # samples per task per step
-    chunk_size: int
-    sum_lambdas: tuple[float, ...]  # task arithmetic and DARE scaling grid
-    ties_lambdas: tuple[float, ...]
-    ties_keep: float
-    dare_drop: float
-    mt10_horizon: int  # MetaWorld MT10 (optional rule nestedvla_mt10): steps per episode
-    mt10_demo_episodes: int  # MT10: scripted episodes per task
-    mt10_episodes: int  # MT10: evaluation (and lambda selection) episodes per task and method
-    margin: float  # non-inferiority margin to per-task fine-tuning (success fraction)
+    ppo_iterations: Count  # PPO: iterations (collect, then epochs of updates)
+    ppo_envs: Count  # PPO: episodes collected per task and iteration
+    ppo_epochs: Count  # PPO: full-batch Adam steps per iteration
+    ppo_lr: Positive
+    ppo_clip: Positive  # PPO: ratio clip epsilon
+    ppo_gamma: Probability  # PPO: discount
+    ppo_lambda: Probability  # PPO: GAE lambda
+    ppo_std: Positive  # PPO: initial action standard deviation
+    nested_steps: Count  # also the joint adapter's steps
+    reconstruction_weight: NonNegative
+    per_task: Count  # samples per task per step
+    chunk_size: Count
+    sum_lambdas: tuple[Positive, ...]  # task arithmetic and DARE scaling grid
+    ties_lambdas: tuple[Positive, ...]
+    ties_keep: Probability
+    dare_drop: Probability
+    mt10_horizon: Count  # MetaWorld MT10 (optional rule nestedvla_mt10): steps per episode
+    mt10_demo_episodes: Count  # MT10: scripted episodes per task
+    mt10_episodes: Count  # MT10: evaluation (and lambda selection) episodes per task and method
+    margin: Probability  # non-inferiority margin to per-task fine-tuning (success fraction)
 
 
 def check(cfg: Config) -> None:

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import (
+    ConfigError, Count, NonNegative, NonNegativeInt, Positive, Probability, UsageError,
+)
 from repro26.core.method import stage
 
 
@@ -20,33 +22,33 @@ from repro26.core.method import stage
 class Config:
     seeds: tuple[int, ...]
     layouts: tuple[str, ...]
-    horizon: int
-    updates: int  # PPO updates per training job (each: num_envs episodes per learner)
-    num_envs: int
-    levels: int = 3  # NestRL levels k = 1..levels above the level-0 population
-    level_size: int = 2  # agents per level k >= 1 (the partners of level k+1)
-    sp_members: int = 2  # level-0 self-play members (also FCP's population)
+    horizon: Count
+    updates: Count  # PPO updates per training job (each: num_envs episodes per learner)
+    num_envs: Count
+    levels: Count = 3  # NestRL levels k = 1..levels above the level-0 population
+    level_size: Count = 2  # agents per level k >= 1 (the partners of level k+1)
+    sp_members: Count = 2  # level-0 self-play members (also FCP's population)
     biases: tuple[tuple[float, float], ...] = ((2.0, 0.0), (0.0, 2.0))  # (onion, plate) weights
-    fcp_snapshots: int = 3  # FCP: snapshots per self-play member (the last is the final agent)
-    mep_members: int = 2
-    mep_alpha: float = 0.01
-    hidden: int = 64
-    epochs: int = 4
-    minibatches: int = 4
-    learning_rate: float = 0.002
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip_eps: float = 0.2
-    vf_coef: float = 0.5
-    ent_coef: float = 0.01
-    max_grad_norm: float = 0.5
-    shaped_anneal: float = 0.5  # shaping weight reaches 0 at this fraction of the updates
-    chunk_updates: int = 25
-    eval_envs: int = 8
-    eval_repeats: int = 3
-    eval_batch: int = 32
-    patience: int = 3  # blocked moves before a human proxy switches role
-    scripted_eps: float = 0.1
+    fcp_snapshots: Count = 3  # FCP: snapshots per self-play member (the last is the final agent)
+    mep_members: Count = 2
+    mep_alpha: NonNegative = 0.01
+    hidden: Count = 64
+    epochs: Count = 4
+    minibatches: Count = 4
+    learning_rate: Positive = 0.002
+    gamma: Probability = 0.99
+    gae_lambda: Probability = 0.95
+    clip_eps: Positive = 0.2
+    vf_coef: NonNegative = 0.5
+    ent_coef: NonNegative = 0.01
+    max_grad_norm: Positive = 0.5
+    shaped_anneal: Probability = 0.5  # shaping weight reaches 0 at this fraction of the updates
+    chunk_updates: Count = 25
+    eval_envs: Count = 8
+    eval_repeats: Count = 3
+    eval_batch: Count = 32
+    patience: NonNegativeInt = 3  # blocked moves before a human proxy switches role
+    scripted_eps: Probability = 0.1
 
 
 def check(cfg: Config) -> None:

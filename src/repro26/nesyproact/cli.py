@@ -12,7 +12,9 @@ from pathlib import Path
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import (
+    ConfigError, Count, NonNegative, NonNegativeInt, Positive, UsageError,
+)
 from repro26.core.method import stage
 from repro26.nesyproact.env import FaultRates
 from repro26.nesyproact.policy import PolicyProfile
@@ -21,20 +23,20 @@ from repro26.nesyproact.policy import PolicyProfile
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
-    tasks_per_domain: int
-    fault_scales: tuple[float, ...]  # multipliers of `faults` (1.0: the nominal rates)
+    tasks_per_domain: Count
+    fault_scales: tuple[NonNegative, ...]  # multipliers of `faults` (1.0: the nominal rates)
     faults: FaultRates
     policies: dict[str, PolicyProfile]
     domains: tuple[str, ...] = ("shop", "shop_admin", "forum", "code", "map", "wiki")
     agents: tuple[str, ...] = ("random", "react", "asi", "nesyproact")
-    n_distractors: int = 4
-    budget_factor: float = 2.0  # step budget = ceil(budget_factor * plan length) + budget_extra
-    budget_extra: int = 3
-    max_reprompts: int = 2  # NesyProAct: re-prompts with the failed pre-conditions per step
-    max_replans: int = 2  # NesyProAct: new plans asked for when the page cannot meet a subgoal
-    verify_waits: int = 1  # NesyProAct: re-observations of My activity before a miss is final
+    n_distractors: NonNegativeInt = 4
+    budget_factor: Positive = 2.0  # step budget = ceil(budget_factor * plan length) + budget_extra
+    budget_extra: NonNegativeInt = 3
+    max_reprompts: NonNegativeInt = 2  # NesyProAct: re-prompts with the failed pre-conditions per step
+    max_replans: NonNegativeInt = 2  # NesyProAct: new plans asked for when the page cannot meet a subgoal
+    verify_waits: NonNegativeInt = 1  # NesyProAct: re-observations of My activity before a miss is final
     ideal_policy: str = "ideal"  # the error-free profile: the ideal row of every agent
-    claim_fault_scale: float = 1.0  # the scale of success_by_domain (claims: the whole sweep)
+    claim_fault_scale: NonNegative = 1.0  # the scale of success_by_domain (claims: the whole sweep)
     claim_policies: tuple[str, str] = ("strong", "weak")  # (strong model, small model)
     endpoint: str = ""  # an OpenAI-compatible base URL; empty: local policies only
     endpoint_model: str = ""

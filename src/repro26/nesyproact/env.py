@@ -48,6 +48,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from repro26.core.config import Probability
+
 ROLES = ("link", "button", "textbox", "text")
 
 
@@ -128,12 +130,12 @@ class FaultRates:
     """Per-step probabilities of each injected fault (``ambiguous``: per plan step, when the
     task is generated)."""
 
-    silent: float
-    stale: float
-    cached: float
-    popup: float
-    delay: float
-    ambiguous: float
+    silent: Probability
+    stale: Probability
+    cached: Probability
+    popup: Probability
+    delay: Probability
+    ambiguous: Probability
 
     def scaled(self, factor: float) -> "FaultRates":
         return FaultRates(*(min(1.0, factor * getattr(self, f.name))

@@ -30,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from repro26.core.config import Probability
 from repro26.nesyproact.env import ACTION_GRAMMAR, Action, Observation, Subgoal, Task
 
 
@@ -43,11 +44,11 @@ class Policy(Protocol):
 class PolicyProfile:
     """Per-proposal error rates of the local policy (``misread``, ``misplan``: per task)."""
 
-    misground: float
-    hallucinate: float
-    skip: float
-    misread: float  # per task: one parameter of the intent read as another value
-    misplan: float = 0.0  # per composed plan: one of its fill steps left out
+    misground: Probability
+    hallucinate: Probability
+    skip: Probability
+    misread: Probability  # per task: one parameter of the intent read as another value
+    misplan: Probability = 0.0  # per composed plan: one of its fill steps left out
 
 
 @dataclasses.dataclass(frozen=True)

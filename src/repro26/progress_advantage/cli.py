@@ -14,7 +14,7 @@ from typing import Literal
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError
+from repro26.core.config import ConfigError, Count, NonNegative, Positive, Probability
 from repro26.core.method import stage
 
 MODEL = Literal["ref", "rl_kl", "rl_clip", "prm", "orm"]
@@ -24,54 +24,54 @@ MODEL = Literal["ref", "rl_kl", "rl_clip", "prm", "orm"]
 class Config:
     seeds: tuple[int, ...]
     # tabular: slippery gridworld, KL coefficient tab_beta, exact policy gradient
-    grid_width: int
+    grid_width: Count
     pits: tuple[tuple[int, int], ...]
-    slip: float
-    step_cost: float
-    gamma: float
-    tab_beta: float
-    tab_steps: int
-    tab_lr: float
+    slip: Probability
+    step_cost: NonNegative
+    gamma: Probability
+    tab_beta: Positive
+    tab_steps: Count
+    tab_lr: Positive
     # agentic task (see task.py)
-    modulus: int
-    horizon: int
-    n_operands: int
-    fault: float
-    demo_noise: float
-    n_demos: int
+    modulus: Count
+    horizon: Count
+    n_operands: Count
+    fault: Probability
+    demo_noise: NonNegative
+    n_demos: Count
     # policies: SFT then KL-regularised / clipping-only policy gradient; the architecture is a
     # causal transformer (tf_*) or, with policy: mlp, an MLP of width `hidden` over the Markov state
     policy: Literal["transformer", "mlp"]
-    tf_width: int
-    tf_layers: int
-    tf_heads: int
-    hidden: int
-    sft_steps: int
-    sft_batch: int
-    sft_lr: float
-    rl_steps: int
-    rl_problems: int
-    rl_group: int
-    rl_lr: float
-    rl_inner_epochs: int
-    clip_eps: float
-    kl_coef: float
+    tf_width: Count
+    tf_layers: Count
+    tf_heads: Count
+    hidden: Count
+    sft_steps: Count
+    sft_batch: Count
+    sft_lr: Positive
+    rl_steps: Count
+    rl_problems: Count
+    rl_group: Count
+    rl_lr: Positive
+    rl_inner_epochs: Count
+    clip_eps: Positive
+    kl_coef: NonNegative
     # reward models: trajectories of π_RL, Monte Carlo rollouts per step for the PRM labels
-    rm_trajectories: int
-    rm_rollouts: int
-    rm_hidden: int
-    rm_steps: int
-    rm_batch: int
-    rm_lr: float
+    rm_trajectories: Count
+    rm_rollouts: Count
+    rm_hidden: Count
+    rm_steps: Count
+    rm_batch: Count
+    rm_lr: Positive
     # evaluation
-    n_val: int
-    n_test: int
-    n_candidates: int
-    bon_ns: tuple[int, ...]
-    n_attribution: int
-    n_beam: int
-    beam_expand: int
-    chunk_size: int
+    n_val: Count
+    n_test: Count
+    n_candidates: Count
+    bon_ns: tuple[Count, ...]
+    n_attribution: Count
+    n_beam: Count
+    beam_expand: Count
+    chunk_size: Count
 
 
 def check(cfg: Config) -> None:

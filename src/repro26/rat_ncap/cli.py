@@ -10,27 +10,27 @@ from __future__ import annotations
 import dataclasses
 
 from repro26.core.cli import Run
-from repro26.core.config import UsageError
+from repro26.core.config import Count, NonNegative, NonNegativeInt, Positive, UsageError
 from repro26.core.method import stage
 
 
 @dataclasses.dataclass(frozen=True)
 class ESConfig:
-    lr: float
-    sigma0: float
-    sigma_lr: float
-    sigma_min: float
-    sigma_max: float
-    weight_decay: float
-    patience: int
+    lr: Positive
+    sigma0: Positive
+    sigma_lr: Positive
+    sigma_min: Positive
+    sigma_max: Positive
+    weight_decay: NonNegative
+    patience: NonNegativeInt
 
 
 @dataclasses.dataclass(frozen=True)
 class RewardConfig:
-    w_track: float
-    w_energy: float
-    track_tol: float
-    reset_noise: float
+    w_track: NonNegative
+    w_energy: NonNegative
+    track_tol: Positive
+    reset_noise: NonNegative
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,23 +43,23 @@ class Config:
     main_variant: str
     mlp_variant: str
     rodent_variants: tuple[str, ...]
-    rodent_s: float
-    timestep: float
-    episode_s: float
-    train_speeds: tuple[float, ...]
-    eval_speeds: tuple[float, ...]
-    eval_s: float
-    fictive_s: float
-    fictive_states: int
-    pop_size: int
-    generations: int
-    chunk: int
-    tau: float
-    tau_adapt: float
-    mlp_hidden: tuple[int, ...]
-    success_tolerance: float
-    bench_batch: int
-    bench_steps: int
+    rodent_s: Positive
+    timestep: Positive
+    episode_s: Positive
+    train_speeds: tuple[NonNegative, ...]
+    eval_speeds: tuple[NonNegative, ...]
+    eval_s: Positive
+    fictive_s: Positive
+    fictive_states: Count
+    pop_size: Count
+    generations: Count
+    chunk: Count
+    tau: Positive
+    tau_adapt: Positive
+    mlp_hidden: tuple[Count, ...]
+    success_tolerance: Positive
+    bench_batch: Count
+    bench_steps: Count
     es: ESConfig
     reward: RewardConfig
 

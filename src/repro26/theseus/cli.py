@@ -13,7 +13,9 @@ from typing import Literal
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import (
+    ConfigError, Count, NonNegative, NonNegativeInt, Positive, Probability, UsageError,
+)
 from repro26.core.method import stage
 
 TASK = Literal["images", "text"]
@@ -27,14 +29,14 @@ class ImageConfig:
     ``clutter`` fragments of ``fragment`` pixels, pixel noise ``noise``; the guide CNN has one
     conv stage per entry of ``channels`` (pools halve the side; the last pools globally)."""
 
-    canvas: int
-    glyph: int
-    clutter: int
-    fragment: int
-    noise: float
-    n_train: int
-    n_test: int
-    channels: tuple[int, ...]
+    canvas: Count
+    glyph: Count
+    clutter: NonNegativeInt
+    fragment: Count
+    noise: NonNegative
+    n_train: Count
+    n_test: Count
+    channels: tuple[Count, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,16 +45,16 @@ class TextConfig:
     ``d_model``, ``n_layers``, ``n_heads`` (attention only), ``mlp_ratio``; the trivial model
     is log-linear in the last ``ngram_context`` characters."""
 
-    seq_len: int
-    val_fraction: float
-    max_train: int
-    max_test: int
-    d_model: int
-    n_layers: int
-    n_heads: int
-    mlp_ratio: int
+    seq_len: Count
+    val_fraction: Probability
+    max_train: NonNegativeInt
+    max_test: NonNegativeInt
+    d_model: Count
+    n_layers: Count
+    n_heads: Count
+    mlp_ratio: Count
     rnn: Literal["gru", "linear"]
-    ngram_context: int
+    ngram_context: Count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,15 +62,15 @@ class TrainConfig:
     """Guide: ``guide_steps``; every target: ``stage_steps`` x number of parts (the conversion
     spends ``stage_steps`` per replaced part)."""
 
-    batch_size: int
-    lr: float
-    warmup: int
-    weight_decay: float
-    grad_clip: float
-    guide_steps: int
-    stage_steps: int
-    chunk_size: int
-    checkpoint_every: int
+    batch_size: Count
+    lr: Positive
+    warmup: NonNegativeInt
+    weight_decay: NonNegative
+    grad_clip: Positive
+    guide_steps: Count
+    stage_steps: Count
+    chunk_size: Count
+    checkpoint_every: Count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,13 +82,13 @@ class Config:
     text_train: TrainConfig
     image_models: tuple[MODEL, ...]
     text_models: tuple[MODEL, ...]
-    data_seed: int = 1234
-    align_weight: float = 1.0
-    mnn_tau: float = 0.1
-    kd_temperature: float = 2.0
-    kd_weight: float = 0.5
-    fmse_weight: float = 0.1
-    cka_samples: int = 512
+    data_seed: NonNegativeInt = 1234
+    align_weight: NonNegative = 1.0
+    mnn_tau: Positive = 0.1
+    kd_temperature: Positive = 2.0
+    kd_weight: NonNegative = 0.5
+    fmse_weight: NonNegative = 0.1
+    cka_samples: Count = 512
 
 
 def check(cfg: Config) -> None:
