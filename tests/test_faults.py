@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repro26.core import io
+from repro26.core import io, jobs
 from repro26.core.cli import main
 from repro26.core.registry import METHODS, implemented_methods
 
@@ -31,6 +31,17 @@ def _tables(folder: Path) -> dict[str, Path]:
         io.write_table(paths[name], [{"n": 10, "seed": 0, "value": 1.0},
                                      {"n": 20, "seed": 0, "value": 0.5}], {"source": "test"})
     io.write_npz(paths["real.npz"], karate_A=np.eye(3))
+    # readable files of the right shape but the wrong origin
+    for name, origin in (("other_scale.csv", {"method": "srgw", "stage": "fit", "scale": "small"}),
+                         ("other_method.csv", {"method": "nbf", "stage": "fit", "scale": "smoke"})):
+        paths[name] = folder / "tables" / name
+        io.write_table(paths[name], [{"n": 10, "seed": 0, "value": 1.0}], origin)
+    paths["personas.npz"] = folder / "personas.npz"
+    io.write_npz(paths["personas.npz"], x=np.zeros(2))
+    paths["policy.ckpt"] = folder / "policy.ckpt"
+    with jobs.job("t", {"method": "nemo", "stage": "train", "scale": "smoke",
+                        "variant": "method=emotion_only"}):
+        io.save_checkpoint(paths["policy.ckpt"], {"w": np.zeros(2)}, 1)
     return paths
 
 
@@ -105,6 +116,23 @@ CASES = [
     ("size_beyond_memory", lambda t, p: ["kernel_bandits", "data", "--variant",
                                          "kernel=matern52,grid=1000000", "--scale", "smoke",
                                          "--out", str(t / "d.npz")], "needs about"),
+    ("input_from_another_scale", lambda t, p: ["srgw", "figure", "gap_vs_n", "--scale", "smoke",
+                                               "--input", str(p["other_scale.csv"]),
+                                               "--out", str(t / "f" / "g.png")],
+     "written for scale 'small'; this job is scale 'smoke'"),
+    ("input_from_another_method", lambda t, p: ["srgw", "figure", "gap_vs_n", "--scale", "smoke",
+                                                "--input", str(p["other_method.csv"]),
+                                                "--out", str(t / "f" / "g.png")],
+     "written for method 'nbf'"),
+    ("input_from_another_variant", lambda t, p: ["nemo", "evaluate", "--variant", "method=nemo",
+                                                 "--scale", "smoke", "--input",
+                                                 str(p["personas.npz"]), str(p["policy.ckpt"]),
+                                                 "--out", str(t / "e.csv")],
+     "written for method=emotion_only; this job is method=nemo"),
+    ("setting_out_of_range", lambda t, p: _section(t, "nestrl", "{gamma: 1.5}"),
+     "nestrl.smoke.gamma: must be in [0, 1], got 1.5"),
+    ("step_count_negative", lambda t, p: _section(t, "theseus", "{image_train: {guide_steps: -20}}"),
+     "guide_steps: must be >= 1, got -20"),
     ("report_out_is_a_folder", lambda t, p: ["report", "--scale", "smoke", "--out", str(t)],
      "is a folder; name the report file"),
     ("report_claims_garbage", lambda t, p: ["report", "--scale", "smoke", "--input",
@@ -125,6 +153,21 @@ def _srgw_section(t: Path, common: str = "{}", smoke: str = "{}") -> list[str]:
     """argv of srgw's data stage at smoke with a config file holding only an srgw section."""
     text = f"srgw:\n  common: {common}\n  smoke: {smoke}\n  small: {{}}\n  paper: {{}}\n"
     return ["srgw", "data", "--config", str(_write(t / "c.yaml", text)), "--scale", "smoke"]
+
+
+def _section(t: Path, method: str, smoke: str) -> list[str]:
+    """argv of the method's claims stage at smoke (the config is parsed first), its shipped
+    config with ``smoke`` merged into the smoke settings."""
+    import yaml
+
+    from repro26.core.config import deep_merge, load_yaml
+
+    shipped = load_yaml(REPO / "config" / "methods" / f"{method}.yaml")
+    section = shipped.get(method, shipped)
+    section = {**section, "smoke": deep_merge(section.get("smoke") or {}, yaml.safe_load(smoke))}
+    path = t / "c.yaml"
+    path.write_text(yaml.safe_dump({method: section}))
+    return [method, "claims", "--config", str(path), "--scale", "smoke", "--out", str(t / "c.json")]
 
 
 def _files(folder: Path) -> set[Path]:

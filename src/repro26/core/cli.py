@@ -37,7 +37,7 @@ from repro26.core.config import (
     parse_method_config,
     resolve_section,
 )
-from repro26.core import jobs
+from repro26.core import io, jobs
 from repro26.core.method import Stage, parse_variant
 from repro26.core.registry import (
     METHODS, implemented_methods, is_implemented, load_method, method_claims, method_figures)
@@ -96,6 +96,25 @@ def _require_inputs(run: Run, paths: Sequence[str]) -> None:
     """Every declared input must be among ``--input`` (by its path's tail)."""
     for rel in paths:
         run.input(rel)
+
+
+def check_origins(method: str, scale: str, variant: Mapping[str, Any],
+                  matches: Sequence[str], inputs: Sequence[Path]) -> None:
+    """Every input a stage wrote records its origin: one from another method or scale, or
+    whose variant disagrees with this job's on a key the stage ``matches``, is one line
+    naming the file, before anything is read or written."""
+    for path in inputs:
+        origin = io.read_origin(path)
+        for key, want in (("method", method), ("scale", scale)):
+            if key in origin and origin[key] != want:
+                raise UsageError(f"--input {path}: written for {key} {origin[key]!r}; this job "
+                                 f"is {key} {want!r}")
+        theirs = dict(part.partition("=")[::2] for part in
+                      str(origin.get("variant", "")).split(",") if "=" in part)
+        for key in matches:
+            if key in theirs and key in variant and theirs[key] != str(variant[key]):
+                raise UsageError(f"--input {path}: written for {key}={theirs[key]}; this job "
+                                 f"is {key}={variant[key]}")
 
 
 def _figure_stage(run: Run) -> None:
@@ -243,6 +262,7 @@ def run_stage(method: str, stage_name: str, *, name: str | None = None,
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:
         raise UsageError(f"--input: {missing[0]} does not exist (run the stage that writes it)")
+    check_origins(method, scale, variant, st.matches, inputs)
     out = Path(out) if out is not None else Path("results") / scale / method
     enable_compile_cache()
     run = Run(method, stage_name, scale, cfg, cfg_hash, out, seed, variant, inputs, progress)

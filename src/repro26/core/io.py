@@ -261,6 +261,27 @@ def read_table_meta(path: str | Path) -> dict[str, str]:
     return meta
 
 
+def read_origin(path: str | Path) -> dict[str, Any]:
+    """The provenance a results file written by a stage records (method, stage, scale,
+    variant, ...), by its kind: a table's ``#`` lines, an ``.npz``'s provenance entry, a JSON
+    file's ``meta``, a checkpoint's header. Empty for a file no stage wrote (user data)."""
+    path = Path(path)
+    try:
+        if path.suffix == ".csv":
+            return read_table_meta(path)
+        if path.suffix == ".npz":
+            return read_npz_provenance(path)
+        if path.suffix == ".json":
+            data = read_json(path)
+            meta = data.get("meta") if isinstance(data, dict) else None
+            return dict(meta) if isinstance(meta, dict) else {}
+        if path.read_bytes()[:len(CHECKPOINT_MAGIC)] == CHECKPOINT_MAGIC:
+            return read_checkpoint_provenance(path)
+    except Exception:  # noqa: BLE001  damaged in any way: the stage reading it names the file
+        return {}
+    return {}
+
+
 # ----------------------------------------------------------------------------- checkpoints
 
 

@@ -47,6 +47,7 @@ class Stage:
     variant: Mapping[str, VariantType] = dataclasses.field(default_factory=dict)
     seed: bool = False  # the stage needs --seed
     reads: tuple[str, ...] | None = None
+    matches: tuple[str, ...] = ()  # variant keys every input that records them must share
 
     @property
     def summary(self) -> str:
@@ -58,15 +59,18 @@ class Stage:
 
 
 def stage(variant: Mapping[str, VariantType] | None = None, *, seed: bool = False,
-          reads: Sequence[str] | None = None):
+          reads: Sequence[str] | None = None, matches: Sequence[str] = ()):
     """Decorator: the function is a stage taking ``--variant`` keys ``variant`` (name -> type).
 
     ``reads``, when given, names the only ``Config`` fields the stage uses: its jobs then rerun
     only when one of them changes (the per-stage config slice; see rule ``stage_config`` in
-    the ``Snakefile``), and ``run.cfg`` raises on a read of any other field."""
+    the ``Snakefile``), and ``run.cfg`` raises on a read of any other field. ``matches`` names
+    variant keys that an input recording them must share with the job (an evaluation of
+    ``method=a`` refuses the policy trained as ``method=b``)."""
 
     def wrap(fn: Callable[["Run"], None]) -> Stage:
-        return Stage(fn, dict(variant or {}), seed, None if reads is None else tuple(reads))
+        return Stage(fn, dict(variant or {}), seed, None if reads is None else tuple(reads),
+                     tuple(matches))
 
     return wrap
 

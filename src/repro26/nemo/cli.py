@@ -149,7 +149,7 @@ def train_stage(run: Run) -> None:
     io.write_table(out / "learning.csv", rows, run.meta())
 
 
-@stage({"method": METHODS})
+@stage({"method": METHODS}, matches=("method",))
 def evaluate_stage(run: Run) -> None:
     """One method on the fixed evaluation users of every setting, every seed: a table."""
     from repro26.nemo import evaluate, train
