@@ -57,6 +57,14 @@ def test_report_tables_verdicts_and_figures(tmp_path):
     assert "[rate](srgw/figures/rate.png)" in text
     assert "| [srgw](#srgw) | 1/1 | slope ✓ |" in text
     assert html.read_text().count("data:image/png;base64,") == 2
+    from repro26.core.report import html_problems
+
+    assert html_problems(html) == []  # every cell short, every figure a decodable PNG
+    broken = tmp_path / "broken.html"
+    broken.write_text("<table><tr><td>" + "x" * 2000 + "</td></tr></table>"
+                      "<img src='data:image/png;base64,AAAA'>")
+    found = html_problems(broken)
+    assert len(found) == 2 and "2000 characters" in found[0] and "does not decode" in found[1]
     assert json.loads(files[1].read_text())["claims"][0]["holds"] is True
 
 
@@ -100,7 +108,7 @@ def test_report_shows_trivial_ideal_and_method_side_by_side(tmp_path):
     assert "ours: 0.612" in text
     assert "trivial (uniform): ours: 0.5 → fails<br>ideal (exact optimum): ours: 0.55 → fails" in text
     assert "the task cannot show it" in text and "minimum detectable effect 0.04; the claim's effect 0.05" in text
-    assert "Budget: ours: optimiser_steps 100; B: optimiser_steps 100." in text
+    assert "Budget: ours = B: optimiser_steps 100." in text  # equal budgets listed once
     assert "| m | 1 | 7 | 4 | 4 | 10 |" in text and "| other |" not in text
 
 

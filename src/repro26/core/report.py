@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import html
+from html.parser import HTMLParser
+from io import BytesIO as io_bytes
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from repro26.core.registry import METHODS, method_figures
 
 MAX_CELL = 700  # characters of "measured" shown per claim; the rest stays in claims.json
 MAX_VALUE = 240  # characters of one measured value in the HTML report
+MAX_TEXT = 1500  # characters of any one table cell of the HTML report (statement, context, ...)
 
 
 def _is_summary(value: Any) -> bool:
@@ -98,18 +101,21 @@ def _row_text(claim: dict, which: str) -> str:
     return f"{which}" + (f" ({note})" if note else "") + f": {numbers} → {mark}"
 
 
-def _context(claim: dict) -> str:
+def _context(claim: dict, with_note: bool = True) -> str:
     """Criterion, note, what it was compared with, budgets, timing basis, and why a verdict is
-    inconclusive with the minimum detectable effect and the effect the claim is about."""
+    inconclusive with the minimum detectable effect and the effect the claim is about (the HTML
+    report prints the note on a row of its own, ``with_note=False``)."""
     text = claim.get("criterion", "")
-    if claim.get("note"):
+    if claim.get("note") and with_note:
         text += f" ({claim['note']})"
     if claim.get("compared_with"):
         text += " Compared with: " + "; ".join(f"{k}: {v}" for k, v in claim["compared_with"].items()) + "."
     if claim.get("budget"):
-        text += " Budget: " + "; ".join(
-            f"{m}: " + ", ".join(f"{k} {_num(v)}" for k, v in row.items())
-            for m, row in claim["budget"].items()) + "."
+        groups: dict[str, list[str]] = {}  # equal budgets (the usual case) are listed once
+        for model, row in claim["budget"].items():
+            groups.setdefault(", ".join(f"{k} {_num(v)}" for k, v in row.items()), []).append(model)
+        text += " Budget: " + "; ".join(f"{' = '.join(models)}: {row}"
+                                        for row, models in groups.items()) + "."
         if claim.get("budget_note"):
             text += " Differs on purpose: " + "; ".join(f"{k}: {v}" for k, v in claim["budget_note"].items()) + "."
     if claim.get("timing"):
@@ -274,8 +280,11 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
                 html.escape(c["paper"]),
                 _measured_html(c["measured"]),
                 "<br>".join(html.escape(r) for r in rows),
-                html.escape(_context(c)),
+                html.escape(_context(c, with_note=False)),
                 _verdict_html(verdict))) + "</tr>")
+            if c.get("note"):
+                body.append(f"<tr><td colspan=6 style='font-size:90%;color:#444'>"
+                            f"{html.escape(c['note'])}</td></tr>")
         body.append("</table>")
         figures = _figures(d["_path"].parent / "figures")
         if figures:
@@ -293,3 +302,51 @@ def build_report(claims_files: list[Path], scale: str, md_path: Path, html_path:
                          "table.measured td:first-child{color:#555}</style>"
                          "<body style='font-family:sans-serif;max-width:1200px'>"
                          + "\n".join(body) + "</body>\n")
+
+
+class _Cells(HTMLParser):
+    """The text of every innermost table cell and the source of every image of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells: list[str] = []
+        self.images: list[str] = []
+        self._open: list[list[str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "td":
+            self._open.append([])
+        elif tag == "img":
+            self.images.append(dict(attrs).get("src", ""))
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._open:
+            self.cells.append("".join(self._open.pop()))
+
+    def handle_data(self, data):
+        if self._open:
+            self._open[-1].append(data)
+
+
+def html_problems(path: str | Path, max_cell: int = MAX_TEXT) -> list[str]:
+    """What a reader of ``report.html`` would hit: a table cell longer than ``max_cell``
+    characters, or a figure that is not an embedded PNG an image reader can decode."""
+    import matplotlib.image
+
+    page = _Cells()
+    page.feed(Path(path).read_text())
+    problems = [f"a cell of {len(c)} characters: {c[:60]}…" for c in page.cells
+                if len(c) > max_cell]
+    for i, src in enumerate(page.images):
+        prefix = "data:image/png;base64,"
+        if not src.startswith(prefix):
+            problems.append(f"figure {i}: not an embedded PNG")
+            continue
+        try:
+            image = matplotlib.image.imread(io_bytes(base64.b64decode(src[len(prefix):])), "png")
+        except Exception as err:  # noqa: BLE001  any decoding failure is the finding
+            problems.append(f"figure {i}: does not decode ({type(err).__name__})")
+            continue
+        if image.ndim < 2 or min(image.shape[:2]) < 50:
+            problems.append(f"figure {i}: {image.shape[:2]} pixels")
+    return problems
