@@ -74,10 +74,12 @@ def plain_log_ticks(axis) -> None:
         lambda v, _: f"{v:g}" if v > 0 and f"{v:.0e}"[0] in "25" else ""))
 
 
-def line_with_ci(ax, x, y_by_seed, label: str | None = None, positive: bool = False, **kw):
+def line_with_ci(ax, x, y_by_seed, label: str | None = None, positive: bool = False,
+                 limits: tuple[float, float] | None = None, **kw):
     """Mean over seeds (rows of ``y_by_seed``) with a shaded 95% CI band. ``positive=True``
     (errors, times, counts on a log axis): geometric mean and the interval of log y, which
-    never runs below 0."""
+    never runs below 0. ``limits`` clips the band to the quantity's range (a probability's
+    [0, 1]); a curve of one point is drawn as a marker."""
     y = np.asarray(y_by_seed, float)
     if positive:
         mean, half = mean_ci(np.log(y), axis=0)
@@ -85,6 +87,18 @@ def line_with_ci(ax, x, y_by_seed, label: str | None = None, positive: bool = Fa
     else:
         mean, half = mean_ci(y, axis=0)
         centre, lo, hi = mean, mean - half, mean + half
+    if limits is not None:
+        lo, hi = np.clip(lo, *limits), np.clip(hi, *limits)
+    if np.size(x) < 2:
+        kw.setdefault("marker", "o")
     (line,) = ax.plot(x, centre, label=label, **kw)
     ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
     return line
+
+
+def clipped_yerr(mean, half, limits: tuple[float, float]) -> np.ndarray:
+    """Asymmetric ``yerr`` for ``errorbar`` of the interval mean ± half clipped to ``limits``
+    (a t-interval of few seeds can run past a probability's 0 and 1)."""
+    mean, half = np.asarray(mean, float), np.asarray(half, float)
+    lo, hi = np.clip(mean - half, *limits), np.clip(mean + half, *limits)
+    return np.stack([mean - lo, hi - mean])

@@ -80,7 +80,7 @@ def learning_curves(run):
     for method in _present(table):
         for ax, col in zip(axes[0], ("emo_return", "cog_return", "need_return")):
             its, vals = tables.pivot(table, col, by="iteration", method=method)
-            w = min(10, len(its))
+            w = max(1, min(10, len(its) // 3))  # a window that leaves a curve at smoke too
             kernel = np.ones(w) / w
             smooth = np.stack([np.convolve(v, kernel, mode="valid") for v in vals])
             plotting.line_with_ci(ax, its[w - 1:], smooth, label=LABELS[method],

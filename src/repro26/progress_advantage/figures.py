@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from repro26.core import tables
+from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
 from repro26.progress_advantage.claims import application_scores
@@ -56,7 +56,7 @@ def _scaling(ax, table, xlabel):
     for scorer in [s for s in ORDER if s in tables.unique(table, "scorer")]:
         rows = tables.select(table, scorer=scorer, chosen=1)
         ns, mean, half = tables.mean_ci_by(rows, "accuracy", by="n")
-        ax.errorbar(ns, mean, yerr=half, color=COLORS[scorer], label=LABELS[scorer], capsize=2,
+        ax.errorbar(ns, mean, yerr=plotting.clipped_yerr(mean, half, (0.0, 1.0)), color=COLORS[scorer], label=LABELS[scorer], capsize=2,
                     ls="--" if scorer in ("random", "position", "a_star") else "-", marker="o", ms=3)
     ax.set_xscale("log", base=2)
     ax.set_xticks(ns, [str(int(n)) for n in ns])
@@ -93,14 +93,14 @@ def beam_search(run):
 def _bars(ax, per_scorer, ylabel, chance=None):
     names = [s for s in ORDER if s in per_scorer]
     means, halves = zip(*(mean_ci(per_scorer[s]) for s in names))
-    ax.bar(range(len(names)), means, yerr=halves, capsize=3, color=[COLORS[s] for s in names])
+    ax.bar(range(len(names)), means, yerr=plotting.clipped_yerr(means, halves, (0.0, 1.0)), capsize=3, color=[COLORS[s] for s in names])
     ax.set_xticks(range(len(names)), [LABELS[s] for s in names], rotation=35, ha="right",
                   fontsize=8)
     ax.set_ylabel(ylabel)
     if chance is not None:
         ax.axhline(chance, color="k", ls=":", lw=1)
-    lo = min(m - h for m, h in zip(means, halves))
-    hi = max(m + h for m, h in zip(means, halves))
+    lo = max(0.0, min(m - h for m, h in zip(means, halves)))
+    hi = min(1.0, max(m + h for m, h in zip(means, halves)))
     ax.set_ylim(max(0.0, lo - 0.05), min(1.02, hi + 0.03))
 
 
