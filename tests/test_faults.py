@@ -133,6 +133,8 @@ CASES = [
      "nestrl.smoke.gamma: must be in [0, 1], got 1.5"),
     ("step_count_negative", lambda t, p: _section(t, "theseus", "{image_train: {guide_steps: -20}}"),
      "guide_steps: must be >= 1, got -20"),
+    ("pools_beyond_memory", lambda t, p: _section(t, "attn_recurrence", "{train_sequences: 100000000}",
+                                                  stage="data"), "needs about"),
     ("report_out_is_a_folder", lambda t, p: ["report", "--scale", "smoke", "--out", str(t)],
      "is a folder; name the report file"),
     ("report_claims_garbage", lambda t, p: ["report", "--scale", "smoke", "--input",
@@ -155,8 +157,8 @@ def _srgw_section(t: Path, common: str = "{}", smoke: str = "{}") -> list[str]:
     return ["srgw", "data", "--config", str(_write(t / "c.yaml", text)), "--scale", "smoke"]
 
 
-def _section(t: Path, method: str, smoke: str) -> list[str]:
-    """argv of the method's claims stage at smoke (the config is parsed first), its shipped
+def _section(t: Path, method: str, smoke: str, stage: str = "claims") -> list[str]:
+    """argv of the method's ``stage`` at smoke (claims: the config is parsed first), its shipped
     config with ``smoke`` merged into the smoke settings."""
     import yaml
 
@@ -167,7 +169,7 @@ def _section(t: Path, method: str, smoke: str) -> list[str]:
     section = {**section, "smoke": deep_merge(section.get("smoke") or {}, yaml.safe_load(smoke))}
     path = t / "c.yaml"
     path.write_text(yaml.safe_dump({method: section}))
-    return [method, "claims", "--config", str(path), "--scale", "smoke", "--out", str(t / "c.json")]
+    return [method, stage, "--config", str(path), "--scale", "smoke", "--out", str(t / "out")]
 
 
 def _files(folder: Path) -> set[Path]:

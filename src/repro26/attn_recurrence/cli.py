@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from repro26.core import io
+from repro26.core import io, memory
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, Count, NonNegativeInt, Positive, UsageError
 from repro26.core.method import stage
@@ -115,6 +115,15 @@ def data_stage(run: Run) -> None:
     cfg = run.cfg
     arrays = {}
     n_train, n_test = cfg.train_sequences, cfg.test_sequences
+    key = jax.random.PRNGKey(0)
+    per_seed = sum(memory.traced_bytes(lambda k: data.target_pool(k, t, n_train + n_test,
+                                                                   cfg.seq_len, cfg), key)
+                   for t in cfg.targets) + sum(
+        memory.traced_bytes(lambda k: data.mqar_pool(k, n_train + n_test, K, cfg.scaling_seq_len,
+                                                      cfg), key) for K in cfg.scaling_pairs)
+    # every seed's pools, stacked (a second copy) before they are written
+    memory.require(2 * len(cfg.seeds) * per_seed,
+                   "attn_recurrence.train_sequences + test_sequences (with seq_len, seeds)")
 
     def pools(make, name, salt):
         per_seed = [make(jax.random.fold_in(jax.random.PRNGKey(seed), salt)) for seed in cfg.seeds]

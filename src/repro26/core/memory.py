@@ -34,6 +34,16 @@ def available_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def traced_bytes(fn, *args) -> int:
+    """Bytes of the arrays ``fn(*args)`` returns, from their shapes alone (``jax.eval_shape``:
+    nothing is computed or allocated), for :func:`require` before the real call."""
+    import jax
+    import numpy as np
+
+    return sum(int(np.prod(leaf.shape)) * leaf.dtype.itemsize
+               for leaf in jax.tree.leaves(jax.eval_shape(fn, *args)))
+
+
 def require(nbytes: float, what: str, available: int | None = None) -> None:
     """Raise a one-line :class:`UsageError` if ``nbytes`` (an estimate of the peak) exceed the
     memory available; ``what`` names the setting that decides the size."""
