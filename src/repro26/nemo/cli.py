@@ -123,7 +123,8 @@ def _load_personas(path: Path) -> dict:
         raise UsageError(f"--input {path}: no array {err}; is it the data stage's personas.npz?")
 
 
-@stage()
+@stage(reads=("eval_users", "personas", "curve_personas", "strategy_effects", "obs_noise",
+              "process_noise", "reappraisal", "balance_temperature", "horizon", "alt_family"))
 def data_stage(run: Run) -> None:
     """Evaluation personas of every setting (personas.npz) and the arousal curves (csv)."""
     from repro26.nemo import evaluate
