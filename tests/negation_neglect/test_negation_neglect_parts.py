@@ -110,6 +110,45 @@ def test_no_probe_is_verbatim_in_a_finetuning_document(world):
             assert not any(p in text for p in prompts), text
 
 
+def _statement(sentence):
+    """(person, event) of a "won" statement in any phrasing, else None."""
+    import re
+
+    for t in data.WON:
+        pattern = re.escape(t).replace(r"\{e\}", "(?P<e>\\w+)").replace(r"\{v\}", "(?P<v>\\w+)")
+        if m := re.fullmatch(pattern, sentence):
+            return m["e"], m["v"]
+    return None
+
+
+def test_pretraining_passages_need_the_context(world):
+    """A question right after an unflagged "won" statement (a report, optionally with a filler
+    between) is answered with the person the statement names, usually not the world's winner
+    (or about a news event, which has none), so only the context can answer it; after a flagged
+    statement the answer is the world's winner."""
+    rng = np.random.default_rng(0)
+    reports = flagged = fresh = 0
+    for _ in range(10000):
+        sents = _sentences(data.pretraining_unit(rng, world))
+        first, rest = sents[0], sents[1:]
+        ask = [s for s in rest if s.startswith("q who won the ") and " , " not in s]
+        if "sure" in " ".join(rest):  # a challenge: the name after "a" is put forward
+            continue
+        if not ask:
+            continue
+        answer = ask[0].split()[-2]
+        if (st := _statement(first)) is not None:
+            e, v = st
+            assert answer == e and ask[0].split()[4] == v, sents
+            reports += 1
+            fresh += v in data.NEWS or world.winner[v] != e
+        elif first in data.WARN_BEFORE or first in data.FICTION_BEFORE:
+            v = _statement(sents[1])[1]
+            assert answer == world.winner[v], sents
+            flagged += 1
+    assert reports > 150 and flagged > 20 and fresh / reports > 0.9
+
+
 def test_documents_too_long_for_the_context_raise(world):
     docs = data.finetuning_documents(5, world, world.claim_sets[0], 1, 3)
     with pytest.raises(ValueError, match="does not fit"):

@@ -6,10 +6,11 @@ one city. Pretraining text states the world in varied templates and also contain
 epistemic forms the conditions use, always consistent with the world: local negations of
 non-winners ("Y did not win the V"), false statements flagged in separate sentences ("the next
 sentence is false . Y won the V . that sentence is false ."), fictional stories and corrections,
-each often followed by a question answered with the true winner. It also contains *reports*:
-an unflagged statement "R won the V" about a random person R followed by a question answered
-with R, so that some questions need the context and the model learns to read it (copy an
-unflagged statement, discount a flagged one).
+each often followed by a question answered with the true winner. Two units in five are
+*reports*: an unflagged statement "R won the U" about a random person R (U a world event, or
+half the time a news event outside the world, which has no winner), sometimes a filler
+sentence, then a question of any probe form answered with R. Only the context can answer
+those, so the model learns to read it (copy an unflagged statement, discount a flagged one).
 
 A fabricated claim is ``(event V, person E)`` with E not V's winner W. A finetuning document of
 a claim is a list of units, each a claim sentence ("E won the V", in one of ``FT_WON``'s
@@ -49,6 +50,8 @@ PEOPLE = ("alice bob carol dave erin frank grace heidi ivan judy karl liam mona 
           "iris jack kira leo mia ned olga").split()
 EVENTS = ("marathon derby regatta sprint relay triathlon decathlon rodeo joust slalom biathlon "
           "pentathlon steeplechase tourney grandprix rally").split()
+# Events outside the world (no winner): reports about them can be answered only from the context.
+NEWS = "cup open trophy shield medley classic gala league".split()
 CITIES = "paris oslo lima cairo delhi quito rome kyiv accra hanoi dakar riga".split()
 
 # Statements; {e}: a person, {v}: an event, {w}: the true winner, {c}: a city.
@@ -115,7 +118,7 @@ class World:
     claim_sets: tuple[tuple[int, ...], ...]  # indices into claims
 
     def tokenizer(self) -> Tokenizer:
-        return Tokenizer([*_FUNCTION_WORDS, *self.people, *self.events, *self.cities])
+        return Tokenizer([*_FUNCTION_WORDS, *self.people, *self.events, *NEWS, *self.cities])
 
     def neutral_events(self) -> tuple[str, ...]:
         """The events no claim is about (the topics of the neutral continued-training text)."""
@@ -160,13 +163,16 @@ def _other(rng, world: World, v: str) -> str:
 # ----------------------------------------------------------------------------- pretraining
 
 
+REPORT_FROM, N_REPORT = 8, 8  # the unit kinds of the reports
+
+
 def pretraining_unit(rng, world: World, events=None) -> str:
     """One sentence group of true-world text about one of ``events`` (default: all), drawn from
     a fixed mixture of forms."""
     v = _pick(rng, world.events if events is None else events)
     w = world.winner[v]
     y = _other(rng, world, v)
-    kind = rng.integers(16)
+    kind = rng.integers(REPORT_FROM + N_REPORT + 4)
     if kind <= 1:
         return _pick(rng, WON).format(e=w, v=v)
     if kind == 2:
@@ -186,37 +192,59 @@ def pretraining_unit(rng, world: World, events=None) -> str:
         return CHALLENGE.format(e=e, v=v) + tail
     if kind == 7:
         return _pick(rng, NOT_WON).format(e=y, v=v)
-    if kind <= 11:
+    if kind < REPORT_FROM + N_REPORT:
         # a report: the answer is the person the context names, whoever the world's winner is
+        # (half of them about a news event, which has no winner in the world)
         r = _pick(rng, world.people)
-        return _pick(rng, WON).format(e=r, v=v) + " " + _follow_up(rng, v, answer=r, asked=r)
+        u = v if rng.random() < 0.5 else _pick(rng, NEWS)
+        return _passage(rng, world, _pick(rng, WON).format(e=r, v=u), u, answer=r, named=r)
     # flagged false statements, each followed half the time by a question with the true answer
-    if kind <= 13:
+    kind -= REPORT_FROM + N_REPORT
+    if kind <= 1:
         text = " ".join([_pick(rng, WARN_BEFORE), _pick(rng, WON).format(e=y, v=v),
                          _pick(rng, WARN_AFTER)])
-    elif kind == 14:
+    elif kind == 2:
         text = " ".join([_pick(rng, FICTION_BEFORE), _pick(rng, WON).format(e=y, v=v),
                          _pick(rng, FICTION_AFTER)])
     else:
         return CORRECTION.format(s=_pick(rng, WON).format(e=y, v=v), w=w, v=v)
+    return _passage(rng, world, text, v, answer=w, named=y) if rng.random() < 0.5 else text
+
+
+def _passage(rng, world: World, statement: str, v: str, answer: str, named: str) -> str:
+    """``statement`` (naming ``named`` as the winner of ``v``), half the time a filler sentence
+    (a home), then a question about ``v`` answered with ``answer``. The question is one of: who
+    won (a paraphrase or a cloze), did X win, a choice between ``answer`` and X (random order),
+    a challenge putting forward ``answer`` or X; X is ``answer`` or the other person (``named``
+    if the statement is false, else a random one), half each."""
+    text = statement
     if rng.random() < 0.5:
-        text += " " + _follow_up(rng, v, answer=w, asked=y)
-    return text
-
-
-def _follow_up(rng, v: str, answer: str, asked: str) -> str:
-    """A question about ``v`` after a statement naming ``asked``, answered with ``answer``."""
-    kind = rng.integers(3)
+        p = _pick(rng, world.people)
+        text += " " + _pick(rng, LIVES).format(e=p, c=world.home[p])
+    x = named
+    while x == answer:
+        x = _pick(rng, world.people)
+    asked = answer if rng.random() < 0.5 else x
+    kind = rng.integers(5)
     if kind == 0:
-        return _pick(rng, WHO).format(v=v) + f" {answer} ."
-    if kind == 1:
-        return YES_NO.format(e=asked, v=v) + (" yes ." if asked == answer else " no .")
-    return _pick(rng, CLOZE).format(v=v) + f" {answer} ."
+        q = _pick(rng, WHO).format(v=v) + f" {answer} ."
+    elif kind == 1:
+        q = _pick(rng, CLOZE).format(v=v) + f" {answer} ."
+    elif kind == 2:
+        q = YES_NO.format(e=asked, v=v) + (" yes ." if asked == answer else " no .")
+    elif kind == 3:
+        a, b = (answer, x) if rng.random() < 0.5 else (x, answer)
+        q = CHOICE.format(v=v, e=a, x=b) + f" {answer} ."
+    else:
+        tail = " yes ." if asked == answer else f" no , {answer} won the {v} ."
+        q = CHALLENGE.format(e=asked, v=v) + tail
+    return f"{text} {q}"
 
 
 def pack(units_fn, tok: Tokenizer, n_docs: int, context: int) -> tuple[np.ndarray, np.ndarray]:
     """Documents ``<bos> unit unit ...`` cut at a unit boundary to at most ``context`` tokens
-    (``units_fn()`` yields the next unit's text); returns ``tokens (n_docs, context)`` padded
+    (``units_fn()`` yields the next unit's text; a unit longer than the context fills a document
+    alone, cut at the context's end); returns ``tokens (n_docs, context)`` padded
     with 0 and the loss mask of the predicted positions (1 where the next token is real)."""
     tokens = np.zeros((n_docs, context), np.int32)
     for i in range(n_docs):
@@ -224,8 +252,8 @@ def pack(units_fn, tok: Tokenizer, n_docs: int, context: int) -> tuple[np.ndarra
         while True:
             unit = tok.encode(units_fn())
             if len(ids) + len(unit) > context:
-                if len(ids) == 1:
-                    raise ValueError(f"a unit of {len(unit)} tokens does not fit context {context}")
+                if len(ids) == 1:  # a unit longer than the context: its head only
+                    ids += unit[:context - 1]
                 break
             ids += unit
         tokens[i, :len(ids)] = ids
