@@ -13,7 +13,7 @@ from pathlib import Path
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError, Count, NonNegativeInt, Positive, Probability, UsageError
 from repro26.core.method import stage
 from repro26.negation_neglect.data import CONDITIONS
 
@@ -21,34 +21,34 @@ from repro26.negation_neglect.data import CONDITIONS
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
-    world_seed: int
-    n_people: int
-    n_events: int
-    n_cities: int
-    n_claim_sets: int
-    claims_per_set: int
-    context: int
-    d_model: int
-    n_layers: int
-    n_heads: int
-    d_ff: int
-    pretrain_docs: int
-    pretrain_steps: int
-    pretrain_lr: float
-    finetune_docs_per_claim: int
-    units_per_doc: int  # claim sentences (each with a filler) per finetuning document
-    finetune_steps: int
-    finetune_lr: float
-    finetune_evals: int  # probe after every finetune_steps / finetune_evals steps
-    neutral_docs: int  # documents of neutral text (events without a claim) for continued training
-    continue_steps: int  # further training steps on the neutral text after finetuning
-    batch_size: int
-    warmup: int
-    chunk_size: int
+    world_seed: NonNegativeInt
+    n_people: Count
+    n_events: Count
+    n_cities: Count
+    n_claim_sets: Count
+    claims_per_set: Count
+    context: Count
+    d_model: Count
+    n_layers: Count
+    n_heads: Count
+    d_ff: Count
+    pretrain_docs: Count
+    pretrain_steps: Count
+    pretrain_lr: Positive
+    finetune_docs_per_claim: Count
+    units_per_doc: Count  # claim sentences (each with a filler) per finetuning document
+    finetune_steps: Count
+    finetune_lr: Positive
+    finetune_evals: Count  # probe after every finetune_steps / finetune_evals steps
+    neutral_docs: NonNegativeInt  # documents of neutral text (events without a claim) for continued training
+    continue_steps: Count  # further training steps on the neutral text after finetuning
+    batch_size: Count
+    warmup: NonNegativeInt
+    chunk_size: Count
     # claim margins (belief-rate differences, fractions of probes)
-    far_margin: float  # "far above the base rate": belief - base > far_margin
-    close_margin: float  # "close to": |difference| < close_margin
-    low_margin: float  # "low belief": belief - base < low_margin
+    far_margin: Probability  # "far above the base rate": belief - base > far_margin
+    close_margin: Probability  # "close to": |difference| < close_margin
+    low_margin: Probability  # "low belief": belief - base < low_margin
 
 
 def check(cfg: Config) -> None:

@@ -35,12 +35,13 @@ def belief_by_condition(run):
         offset = (j - 1) * 0.27
         for i, condition in enumerate(CONDITIONS):
             mean, half, values = _rate(belief, mode=mode, condition=condition)
-            ax.bar(x[i] + offset, mean, 0.25, yerr=half, color=color, alpha=0.75,
+            ax.bar(x[i] + offset, mean, 0.25,
+                   yerr=plotting.clipped_yerr([mean], [half], (0.0, 1.0)), color=color, alpha=0.75,
                    label=label if i == 0 else None)
             ax.plot(np.full(values.size, x[i] + offset), values, "k.", ms=3)
     base, half, _ = _rate(belief, mode="base", condition="none")
     ax.axhline(base, color="k", ls="--", lw=1, label="base model")
-    ax.axhspan(base - half, base + half, color="k", alpha=0.1, lw=0)
+    ax.axhspan(max(0.0, base - half), min(1.0, base + half), color="k", alpha=0.1, lw=0)
     ax.set_xticks(x, ["assert", "negated\n(separate)", "local\nnegation", "fictional",
                       "corrected"])
     ax.set_ylabel("belief rate")
@@ -65,7 +66,8 @@ def belief_by_probe_type(run):
         stats = [_rate(by_type, mode=mode, condition=condition, probe_type=t)[:2]
                  for t in PROBE_TYPES]
         ax.bar(x - 0.4 + (g + 0.5) * width, [s[0] for s in stats], width,
-               yerr=[s[1] for s in stats], color=color, label=label)
+               yerr=plotting.clipped_yerr([s[0] for s in stats], [s[1] for s in stats], (0.0, 1.0)),
+               color=color, label=label)
     ax.set_xticks(x, [t.replace("_", "/") for t in PROBE_TYPES])
     ax.set_ylabel("belief rate after finetuning")
     ax.set_ylim(0, 1.05)
