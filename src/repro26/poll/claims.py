@@ -268,8 +268,25 @@ def operations_measure(ops) -> dict:
         out[fam] = {"by_n": per_n, "largest_n": int(ns[-1]),
                     "largest_dense_n": max(dense_ns) if dense_ns else None,
                     "crossover_n": crossover(("cg", "best_response")),
-                    "crossover_n_by_method": {k: crossover((k,)) for k in ("cg", "best_response")}}
+                    "crossover_n_by_method": {k: crossover((k,)) for k in ("cg", "best_response")},
+                    "finding_crossover_n_extrapolated": {
+                        k: _extrapolated_crossover(ops, fam, ns[-3:], k)
+                        for k in ("cg", "best_response")}}
     return out
+
+
+def _extrapolated_crossover(ops, family: str, ns, method: str) -> float | None:
+    """The n where power laws fitted (log-log, seed means) to Poll's and ``method``'s
+    operations at ``ns`` meet, if ``method``'s grow faster (None otherwise): a finding."""
+    def fit(name):
+        means = [np.nanmean(tables.per_seed(ops, "ops_to_eps", family=family, n=n, method=name))
+                 for n in ns]
+        return np.polyfit(np.log(ns), np.log(means), 1)
+
+    if len(ns) < 2:
+        return None
+    (s_poll, b_poll), (s_other, b_other) = fit("poll"), fit(method)
+    return float(np.exp((b_poll - b_other) / (s_other - s_poll))) if s_other > s_poll else None
 
 
 def _ops_ratios(m) -> list[dict]:
@@ -318,7 +335,8 @@ def operations_claim(ops) -> Claim:
         "the product and the sum; a sweep the neighbour sums and the products), the planner's "
         "aggregation and price at the end; the dense solve by its Cholesky formula. "
         "finding_poll_ops_last_exceedance: Poll's counted operations until its error stays "
-        "below eps (heavy-tailed, censored runs left out).",
+        "below eps (heavy-tailed, censored runs left out). finding_crossover_n_extrapolated: "
+        "where power laws fitted to the three largest n meet (not judged).",
         compared_with={"cg": "exact sparse computation (conjugate gradients)",
                        "best_response": "distributed best-response dynamics",
                        "exact_dense": "dense Cholesky solve",
