@@ -98,6 +98,9 @@ def test_operations_claim_flips():
     held = claims.operations_claim(_ops(1e5))
     assert held.verdict == "held"
     assert held.measured["families"]["er"]["crossover_n"] == NS[-1]  # 500n, 300n vs 1e5
+    # power laws through the seed means meet where 300 n = 1e5 (Poll's mean: 1.025e5)
+    extrapolated = held.measured["families"]["er"]["finding_crossover_n_extrapolated"]
+    assert extrapolated["best_response"] == pytest.approx(1.025e5 / 300, rel=1e-6)
     assert claims.operations_claim(_ops(1e7)).verdict == "not held"
     close = _ops(1e5)
     big = (close["method"] == "poll") & (close["n"] == NS[-1])

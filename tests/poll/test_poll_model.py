@@ -229,3 +229,51 @@ def test_rounds_to_eps_counts_the_last_excursion():
     assert solvers.rounds_to_eps(err, 0.05) == 4  # settles from round 4 on
     assert solvers.rounds_to_eps(np.array([0.01, 0.02]), 0.05) == 1
     assert solvers.rounds_to_eps(np.array([0.01, 0.2]), 0.05) == 3  # censored: horizon + 1
+
+
+def _padded_game(n=20, seed=1):
+    adj, sigma, delta = small_game(n=n, seed=seed)
+    return adj, sigma, delta, model.NetworkGame.from_arrays(adj, sigma, delta, A).pad(64, 512)
+
+
+def test_solvers_count_their_operations_where_they_happen():
+    """The counters carried through the loops equal a hand count of the same arithmetic."""
+    adj, sigma, delta, game = _padded_game()
+    n, e = 20, int(adj.nnz)
+    q_star = solvers.exact_kernel(adj, sigma, delta).q(game.a)
+    res = jax.jit(solvers.best_response_dynamics, static_argnums=(2, 3))(game, q_star, 1e-3, 500)
+    sweep = e * M * M + n * M * M + n * M**3  # neighbour sums, I + δS, Σ⁻¹ × (·)
+    aggregate = 2 * n * M**3 + 2 * n * M * M + solvers.price_ops(M)
+    assert float(res.ops) == pytest.approx(n * M**3 + int(res.iterations) * sweep + aggregate)
+    # a walk: per visited agent its inverse, the scaling, the product and the sum
+    _, visits, ops = jax.jit(solvers.walk_tail, static_argnums=3)(
+        jax.random.PRNGKey(0), jnp.int32(3), game, 5)
+    assert int(visits) == 5 and int(ops) == 5 * (2 * M**3 + 2 * M * M)
+
+
+def test_poll_operations_and_clt_variance():
+    """Poll's counted operations per round match walks + report inverse + contribution +
+    means; its per-round variance predicts T · E err_T² over independent runs."""
+    adj, sigma, delta, game = _padded_game()
+    exact = solvers.exact_kernel(adj, sigma, delta)
+    length = 4
+    centre = solvers.exact_kernel(adj, sigma, delta, length)
+    x = solvers.exact_centralities(adj, sigma, delta) @ A
+    x = np.concatenate([x, np.zeros((game.n - 20, M))])
+    checks = solvers.Checks(jnp.asarray(A, jnp.float32), jnp.asarray(x, jnp.float32),
+                            jnp.zeros_like(jnp.asarray(x, jnp.float32)), jnp.float32(0.05),
+                            jnp.float32(10.0))
+    rounds, runs = 512, 256
+    honest = jnp.zeros(game.n, bool)
+    trace = jax.jit(jax.vmap(lambda k: solvers.poll(k, game, exact, centre, rounds, length,
+                                                    checks, honest, 1.0, False)))(
+        jax.random.split(jax.random.PRNGKey(4), runs))
+    visits = np.asarray(trace.queries[:, -1]) - rounds  # every agent of this graph has d > 0
+    per_round = M**3 + 5 * M**3 + 6 * M * M + 4 * M * M  # inverse, contribution, means
+    expected = visits * (2 * M**3 + 2 * M * M) + rounds * per_round + solvers.price_ops(M)
+    np.testing.assert_array_equal(np.asarray(trace.ops[:, -1]), expected)
+    predicted = float(np.mean(trace.variance))
+    measured = np.asarray(rounds * trace.error[:, -1] ** 2, np.float64)
+    # truncation error (L = 4) is far below the sampling error at T = 512
+    assert abs(measured.mean() - predicted) < 4 * measured.std() / np.sqrt(runs)
+    assert np.std(trace.variance) < 0.2 * predicted  # low variance: one number per run

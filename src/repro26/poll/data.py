@@ -51,13 +51,26 @@ def graph(family: str, n: int, seed: int, mean_degree: float, sbm_ratio: float) 
         # mean degree d: p_in n/2 + p_out n/2 = d with p_in = sbm_ratio p_out
         p_out = 2 * d / (n * (1 + sbm_ratio))
         p_in = min(1.0, sbm_ratio * p_out)
-        return nx.stochastic_block_model(sizes, [[p_in, p_out], [p_out, p_in]], seed=seed,
-                                         sparse=True)
+        return _two_block_sbm(sizes, p_in, p_out, seed)
     if family == "rgg":
         radius = math.sqrt(d / (math.pi * (n - 1)))
         return nx.random_geometric_graph(n, radius, seed=seed)
     raise ConfigError(f"poll.families: '{family}' is unknown; allowed: "
                       f"{', '.join((*SYNTHETIC, *REAL))}")
+
+
+def _two_block_sbm(sizes: list[int], p_in: float, p_out: float, seed: int) -> nx.Graph:
+    """Two-block SBM as the union of its independent parts: G(n₁, p_in) on nodes 0..n₁−1,
+    G(n₂, p_in) on n₁..n−1 and the bipartite G(n₁, n₂, p_out) between them (each networkx's
+    O(n + |E|) generator; ``nx.stochastic_block_model`` is quadratic-time in n here)."""
+    n1, n2 = sizes
+    rng = np.random.default_rng(seed)
+    s1, s2, s3 = (int(x) for x in rng.integers(0, 2**31 - 1, 3))
+    g = nx.fast_gnp_random_graph(n1, p_in, seed=s1)
+    g.add_nodes_from(range(n1, n1 + n2))
+    g.add_edges_from((u + n1, v + n1) for u, v in nx.fast_gnp_random_graph(n2, p_in, seed=s2).edges)
+    g.add_edges_from(nx.bipartite.random_graph(n1, n2, p_out, seed=s3).edges)
+    return g
 
 
 def adjacency(g: nx.Graph) -> sp.csr_array:

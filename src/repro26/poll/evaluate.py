@@ -89,15 +89,16 @@ def _batch(insts: list[Instance]):
     games = data.padded_batch([i.game for i in insts])
     stack = lambda *xs: jnp.stack(xs)  # noqa: E731
     exact = jax.tree.map(stack, *[i.exact for i in insts])
+    truncated = jax.tree.map(stack, *[i.truncated for i in insts])
     checks = jax.tree.map(stack, *[i.checks for i in insts])
-    return games, exact, checks
+    return games, exact, truncated, checks
 
 
 def _poll_batched(rounds: int, length: int):
     """``solvers.poll`` vmapped over seeds (games, kernels, checks, masks), jitted once per shape."""
-    fn = jax.vmap(lambda key, game, exact, checks, adversarial, attack, drop: solvers.poll(
-        key, game, exact, rounds, length, checks, adversarial, attack, drop),
-        in_axes=(0, 0, 0, 0, 0, None, None))
+    fn = jax.vmap(lambda key, game, exact, centre, checks, adversarial, attack, drop: solvers.poll(
+        key, game, exact, centre, rounds, length, checks, adversarial, attack, drop),
+        in_axes=(0, 0, 0, 0, 0, 0, None, None))
     return jax.jit(fn)
 
 
@@ -112,13 +113,13 @@ def checkpoints(rounds: int, count: int) -> np.ndarray:
 def poll_job(cfg, graphs: dict, family: str, n: int, heterogeneity: float):
     """Summary rows (one per seed and method) and trajectory rows of one (family, n, h)."""
     insts = instances(cfg, graphs_at(graphs, n), heterogeneity)
-    games, exact, checks = _batch(insts)
+    games, exact, truncated, checks = _batch(insts)
     keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(s), 2) for s in cfg.seeds])
     honest = jnp.zeros((len(insts), games.degree.shape[-1]), bool)
-    run = _poll_batched(cfg.rounds, cfg.walk_length)
-    run(keys, games, exact, checks, honest, 1.0, False).error.block_until_ready()  # compile
+    args = (keys, games, exact, truncated, checks, honest, 1.0, False)
+    run = _poll_batched(cfg.rounds, cfg.walk_length).lower(*args).compile()  # compile excluded
     start = time.perf_counter()
-    trace = run(keys, games, exact, checks, honest, 1.0, False)
+    trace = run(*args)
     trace.error.block_until_ready()
     seconds_per_seed = (time.perf_counter() - start) / len(insts)
     common = {"family": family, "n": n, "het": heterogeneity}
@@ -138,16 +139,20 @@ def poll_job(cfg, graphs: dict, family: str, n: int, heterogeneity: float):
                 "p_star_norm": float(jnp.linalg.norm(a - q_star))}
         late = slice(cfg.rounds // 2, cfg.rounds)
         t = np.arange(1, cfg.rounds + 1)
+        clt = float(trace.variance[b]) / cfg.eps**2
         summary.append({
             **info, "method": "poll", "price_error": float(err[-1]), "welfare_gap": float(gap[-1]),
             "rounds_to_eps": np.nan if censored else r,
             "queries_to_eps": np.nan if censored else int(queries[at]),
             "ops_to_eps": np.nan if censored else float(ops[at]),
             "time_to_eps_s": np.nan if censored else seconds_per_seed * r / cfg.rounds,
-            # asymptotic variance t·err² (late half) / ε²: the rounds the CLT predicts
-            "rounds_to_eps_clt": float(np.mean(t[late] * err[late] ** 2) / cfg.eps**2),
-            "queries_to_eps_clt": float(np.mean(t[late] * err[late] ** 2) / cfg.eps**2
-                                        * queries[-1] / cfg.rounds),
+            # the rounds at which the CLT's root-mean-square price error reaches ε, from the
+            # per-round variance (solvers.poll), and from one trajectory's late half (noisy)
+            "rounds_to_eps_clt": clt,
+            "queries_to_eps_clt": clt * queries[-1] / cfg.rounds,
+            "ops_to_eps_clt": clt * ops[-1] / cfg.rounds,
+            "time_to_eps_clt_s": seconds_per_seed * clt / cfg.rounds,
+            "rounds_to_eps_trajectory": float(np.mean(t[late] * err[late] ** 2) / cfg.eps**2),
             "truncation_error": float(model.price_error(inst.truncated.q(a), q_star, a)),
         })
         game = jax.tree.map(lambda x: x[b], games)  # padded: one compile per shape
@@ -352,7 +357,7 @@ def adversary_job(cfg, graphs: dict, family: str, n: int) -> tuple[list[dict], l
     FOC test and its analytic power, final price error with and without dropping flagged
     reports; κ = 1 is the truthful run)."""
     insts = instances(cfg, graphs_at(graphs, n), cfg.heterogeneity)
-    games, exact, checks = _batch(insts)
+    games, exact, truncated, checks = _batch(insts)
     nodes = games.degree.shape[-1]
     keys = jnp.stack([jax.random.fold_in(jax.random.PRNGKey(s), 3) for s in cfg.seeds])
     run = _poll_batched(cfg.rounds, cfg.walk_length)
@@ -362,7 +367,7 @@ def adversary_job(cfg, graphs: dict, family: str, n: int) -> tuple[list[dict], l
     detection, truthful = [], None
     for attack in (1.0, *cfg.attacks):
         adversarial = masks if attack != 1.0 else jnp.zeros_like(masks)
-        traces = {drop: run(keys, games, exact, checks, adversarial, attack, drop)
+        traces = {drop: run(keys, games, exact, truncated, checks, adversarial, attack, drop)
                   for drop in (False, True)}
         if attack == 1.0:
             truthful = traces[False]
@@ -383,7 +388,7 @@ def adversary_job(cfg, graphs: dict, family: str, n: int) -> tuple[list[dict], l
     incentives = []
     for rounds in cfg.incentive_horizons:
         final = truthful if rounds == cfg.rounds else _poll_batched(rounds, cfg.walk_length)(
-            keys, games, exact, checks, honest, 1.0, False)
+            keys, games, exact, truncated, checks, honest, 1.0, False)
         incentives += _incentive_rows(cfg, games, final, insts, family, rounds)
     return incentives, detection
 

@@ -108,11 +108,12 @@ def convergence(run):
 
 @figure("tables/ops.csv")
 def operations_vs_n(run):
-    """Operations to reach price error ε vs n: Poll's multiply-adds counted round by round until
-    its error stays below ε, against conjugate gradients and best-response dynamics (counted per
-    iteration, stopped at the same ε) and the dense Cholesky solve (n³m³/3, run up to
-    dense_max_n); bottom: wall-clock seconds (compile excluded; Poll: its rounds to ε).
-    Mean over seeds with 95% CI; one column per family."""
+    """Operations to reach price error ε vs n: Poll's multiply-adds counted in its scan per
+    round, times the CLT's rounds to a root-mean-square price error of ε, against conjugate
+    gradients and best-response dynamics (multiply-adds counted in their loops, stopped at the
+    same ε) and the dense Cholesky solve (n³m³/3, run up to dense_max_n); bottom: wall-clock
+    seconds (compile excluded; Poll: the same share of its run). Mean over seeds with 95% CI;
+    one column per family."""
     ops = tables.read(run.input("ops.csv"))
     fams = [f for f in tables.unique(ops, "family") if len(tables.unique(ops, "n", family=f)) > 1]
     fig, axes = plotting.subplots(2, len(fams), width=3.0, height=2.6)
@@ -138,8 +139,9 @@ def operations_vs_n(run):
 @figure("tables/summary.csv")
 def queries(run):
     """Queries (polled agents plus agents visited by the walks) to price error ε as the CLT
-    predicts them (queries_to_eps_clt: the late-half mean of t·err_t² over ε², times the
-    measured queries per round; the low-variance statistic the claim is judged on). Left: vs n
+    predicts them (queries_to_eps_clt: the mean over all rounds of the squared linearised price
+    deviation over ε², times the measured queries per round; the low-variance statistic the
+    claim is judged on). Left: vs n
     per graph family (default heterogeneity h) — flat if the query complexity does not grow
     with the population. Right: vs preference heterogeneity h at n = sweep_n, with each
     family's degree coefficient of variation in the legend (topology heterogeneity). Mean over

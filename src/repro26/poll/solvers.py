@@ -148,17 +148,54 @@ def dense_solve(game: NetworkGame) -> tuple[np.ndarray, float, float]:
     return np.asarray(y).reshape(n, m, m), ops, seconds
 
 
+# ----------------------------------------------------------------------------- counting
+# Every solver carries a multiply-add counter through its loop; each arithmetic primitive below
+# returns its result with the multiply-adds it performed, from its operands' shapes and the
+# number of real (non-padding) blocks it touched. Index arithmetic, random draws and the
+# evaluation's own error monitoring are not counted.
+
+
+def counted_products(x: Array, y: Array, active: Array) -> tuple[Array, Array]:
+    """Blockwise ``x_b y_b`` over the leading axis, and ``active · p q r`` multiply-adds for
+    ``active`` real (p×q)(q×r) blocks."""
+    p, q, r = x.shape[-2], x.shape[-1], y.shape[-1]
+    return jnp.einsum("...ij,...jk->...ik", x, y), active * (p * q * r)
+
+
+def counted_axpy(alpha: Array, x: Array, y: Array, active: Array) -> tuple[Array, Array]:
+    """``y + α x`` blockwise, and ``active`` blocks of ``x[..., :, :].size`` multiply-adds."""
+    return y + alpha * x, active * (x.shape[-2] * x.shape[-1])
+
+
+def neighbour_sum(game: NetworkGame, y: Float[Array, "n m m"]) -> tuple[Array, Array]:
+    """``(G Y)_i = Σ_j g_ij Y_j`` (one message per edge; padding rows are dropped), and its
+    additions: one m×m block per real neighbour entry."""
+    real = jnp.sum(game.rows < game.n)
+    summed = jax.ops.segment_sum(y[game.neighbours], game.rows, num_segments=game.n)
+    return summed, real * (y.shape[-2] * y.shape[-1])
+
+
+def counted_kernel(c: Float[Array, "n m m"], game: NetworkGame) -> tuple[Kernel, Array]:
+    """The planner's aggregation ``(mean C_i, mean C_iᵀ Σ_i C_i)`` of the real agents'
+    centralities, and its multiply-adds (two products and two sums per agent)."""
+    cts, ops_1 = counted_products(jnp.swapaxes(c, -1, -2), game.sigma, game.agents)
+    _, ops_2 = counted_products(cts, c, game.agents)
+    m = game.m
+    return kernel_from_centralities(c, game.sigma, game.mask), ops_1 + ops_2 + 2 * game.agents * m * m
+
+
+def price_ops(m: int) -> int:
+    """Multiply-adds of ``q = (2K − H)⁻¹ K a`` from the kernel: 2K − H and K a (m² each), an
+    LU factorisation (m³/3) and two triangular solves (m² together)."""
+    return 3 * m * m + m**3 // 3
+
+
 # ----------------------------------------------------------------------------- iterative
 
 
-def neighbour_sum(game: NetworkGame, y: Float[Array, "n m m"]) -> Float[Array, "n m m"]:
-    """``(G Y)_i = Σ_j g_ij Y_j``: one message per edge (padding rows are dropped)."""
-    return jax.ops.segment_sum(y[game.neighbours], game.rows, num_segments=game.n)
-
-
 class IterativeResult(eqx.Module):
-    """An iterative solver stopped at price error ≤ ε: iterations, counted multiply-adds,
-    final price error."""
+    """An iterative solver stopped at price error ≤ ε: iterations, counted multiply-adds
+    (to a price from the last iterate), final price error."""
 
     iterations: Array
     ops: Array
@@ -169,96 +206,123 @@ def best_response_dynamics(game: NetworkGame, q_star: Array, eps: float,
                            max_iter: int) -> IterativeResult:
     """Distributed baseline: every agent updates ``C_i ← Σ_i⁻¹ (I + δ Σ_j g_ij C_j)`` from its
     neighbours' messages until the planner's price from ``(mean C_i, mean C_iᵀΣ_iC_i)`` is ε-close.
-    Multiply-adds per sweep: one m×m block per edge (m² each) and one m×m product per agent."""
-    m, e = game.m, game.edges
-    sweep_ops = e * m * m + game.agents * m**3
+    Counted: each agent's inverse Σ_i⁻¹ (m³, once), per sweep the neighbour sums, the update
+    ``I + δ S`` and the product with Σ_i⁻¹, and the planner's aggregation and price at the end."""
+    m = game.m
 
     def error(c):
-        kernel = kernel_from_centralities(c, game.sigma, game.mask)
-        return price_error(kernel.q(game.a), q_star, game.a)
+        kernel, ops = counted_kernel(c, game)
+        return price_error(kernel.q(game.a), q_star, game.a), ops
 
     def body(state):
         c, it, ops, _ = state
-        c = jnp.einsum("nij,njk->nik", game.sigma_inv,
-                       jnp.eye(m) + game.delta * neighbour_sum(game, c))
-        return c, it + 1, ops + sweep_ops.astype(jnp.float32), error(c)
+        summed, ops_sum = neighbour_sum(game, c)
+        rhs, ops_rhs = counted_axpy(game.delta, summed, jnp.eye(m), game.agents)
+        c, ops_prod = counted_products(game.sigma_inv, rhs, game.agents)
+        err, _ = error(c)
+        return c, it + 1, ops + (ops_sum + ops_rhs + ops_prod).astype(jnp.float32), err
 
     c0 = game.sigma_inv
-    state = (c0, jnp.int32(0), (game.agents * m**3).astype(jnp.float32), error(c0))
-    _, it, ops, err = jax.lax.while_loop(lambda s: (s[3] > eps) & (s[1] < max_iter), body, state)
-    return IterativeResult(it, ops, err)
+    state = (c0, jnp.int32(0), (game.agents * m**3).astype(jnp.float32), error(c0)[0])
+    c, it, ops, err = jax.lax.while_loop(lambda s: (s[3] > eps) & (s[1] < max_iter), body, state)
+    aggregate = (error(c)[1] + price_ops(m)).astype(jnp.float32)
+    return IterativeResult(it, ops + aggregate, err)
 
 
 def conjugate_gradient(game: NetworkGame, q_star: Array, eps: float,
                        max_iter: int) -> IterativeResult:
     """Exact sparse computation: CG on ``M Y = 1 ⊗ I`` (the m columns at once, matrix-free),
-    stopped when the price from the iterate is ε-close. Multiply-adds per iteration: one
-    product with M (m² per edge, m³ per agent) and the five inner products / updates (n m² each)."""
-    m, e = game.m, game.edges
-    iter_ops = e * m * m + game.agents * m**3 + 5 * game.agents * m * m
+    stopped when the price from the iterate is ε-close. Counted per iteration: the product
+    with M (Σ_i d_i, the neighbour sums and the δ-axpy), two inner products and three axpys;
+    the planner's aggregation and price at the end."""
+    m = game.m
 
     def matvec(y):
-        return jnp.einsum("nij,njk->nik", game.sigma, y) - game.delta * neighbour_sum(game, y)
+        own, ops_own = counted_products(game.sigma, y, game.agents)
+        summed, ops_sum = neighbour_sum(game, y)
+        out, ops_axpy = counted_axpy(-game.delta, summed, own, game.agents)
+        return out, ops_own + ops_sum + ops_axpy
 
     def dot(u, v):  # per column
-        return jnp.einsum("nij,nij->j", u, v)
+        return jnp.einsum("nij,nij->j", u, v), game.agents * m * m
 
     def error(y):
-        kernel = kernel_from_centralities(y, game.sigma, game.mask)
-        return price_error(kernel.q(game.a), q_star, game.a)
+        kernel, ops = counted_kernel(y, game)
+        return price_error(kernel.q(game.a), q_star, game.a), ops
 
     def body(state):
         y, r, d, rr, it, ops, _ = state
-        md = matvec(d)
-        alpha = rr / dot(d, md)
-        y = y + alpha * d
-        r = r - alpha * md
-        rr_new = dot(r, r)
-        d = r + (rr_new / rr) * d
-        return y, r, d, rr_new, it + 1, ops + iter_ops.astype(jnp.float32), error(y)
+        md, ops_mv = matvec(d)
+        d_md, ops_dot = dot(d, md)
+        alpha = rr / d_md
+        y, ops_y = counted_axpy(alpha, d, y, game.agents)
+        r, ops_r = counted_axpy(-alpha, md, r, game.agents)
+        rr_new, ops_rr = dot(r, r)
+        d, ops_d = counted_axpy(rr_new / rr, d, r, game.agents)
+        step = ops_mv + ops_dot + ops_y + ops_r + ops_rr + ops_d
+        err, _ = error(y)
+        return y, r, d, rr_new, it + 1, ops + step.astype(jnp.float32), err
 
     b = jnp.broadcast_to(jnp.eye(m), (game.n, m, m))
     y0 = jnp.zeros_like(b)
-    state = (y0, b, b, dot(b, b), jnp.int32(0), jnp.float32(0), jnp.float32(jnp.inf))
+    rr0, ops0 = dot(b, b)
+    state = (y0, b, b, rr0, jnp.int32(0), ops0.astype(jnp.float32), jnp.float32(jnp.inf))
     out = jax.lax.while_loop(lambda s: (s[6] > eps) & (s[4] < max_iter), body, state)
-    return IterativeResult(out[4], out[5], out[6])
+    aggregate = (error(out[0])[1] + price_ops(m)).astype(jnp.float32)
+    return IterativeResult(out[4], out[5] + aggregate, out[6])
 
 
 # ----------------------------------------------------------------------------- 2. walks
 
 
 def walk_tail(key: PRNGKeyArray, start: Array, game: NetworkGame,
-              length: int) -> tuple[Float[Array, "m m"], Array]:
+              length: int) -> tuple[Float[Array, "m m"], Array, Array]:
     """``Ŵ = Σ_{k=0}^{L} W^{(k)}`` of one uniform random walk from ``start`` (so that
-    ``R⁻¹ Ŵ`` is unbiased for ``C^{(L)}_start``), and the number of agents it visited."""
+    ``R⁻¹ Ŵ`` is unbiased for ``C^{(L)}_start``), the number of agents it visited, and the
+    multiply-adds its steps made: per visit, the visited agent's inverse Σ_v⁻¹ (m³; agents
+    keep no state between visits), the scaling by δ d (m²), the product (m³), the sum (m²)."""
     m = game.m
 
     def step(carry, k):
-        v, w, total, visits = carry
+        v, w, total, visits, ops = carry
         d = game.degree[v]
+        moved = (d > 0).astype(jnp.int32)
         pick = jnp.minimum(jnp.floor(jax.random.uniform(k) * d).astype(jnp.int32), d - 1)
         nxt = jnp.where(d > 0, game.neighbours[game.indptr[v] + jnp.maximum(pick, 0)], v)
-        w = jnp.where(d > 0, game.delta * d * w @ game.sigma_inv[nxt], 0.0)
-        return (nxt, w, total + w, visits + (d > 0)), None
+        scaled, ops_scale = counted_axpy(game.delta * d, w, jnp.zeros_like(w), moved)
+        w, ops_prod = counted_products(scaled, game.sigma_inv[nxt], moved)
+        w = jnp.where(d > 0, w, 0.0)
+        total, ops_sum = counted_axpy(1.0, w, total, moved)
+        ops = ops + moved * m**3 + ops_scale + ops_prod + ops_sum
+        return (nxt, w, total, visits + moved, ops), None
 
-    init = (start, jnp.eye(m), jnp.eye(m), jnp.int32(0))
-    (_, _, total, visits), _ = jax.lax.scan(step, init, jax.random.split(key, length))
-    return total, visits
+    init = (start, jnp.eye(m), jnp.eye(m), jnp.int32(0), jnp.int32(0))
+    (_, _, total, visits, ops), _ = jax.lax.scan(step, init, jax.random.split(key, length))
+    return total, visits, ops
 
 
 def centrality_estimate(key: PRNGKeyArray, start: Array, game: NetworkGame,
                         length: int) -> Float[Array, "m m"]:
     """``Ĉ_i = Σ_i⁻¹ Ŵ``, unbiased for the truncated centrality ``C_i^{(L)}``."""
-    tail, _ = walk_tail(key, start, game, length)
+    tail, _, _ = walk_tail(key, start, game, length)
     return game.sigma_inv[start] @ tail
 
 
 def round_contribution(report_inv: Float[Array, "m m"], w1: Float[Array, "m m"],
-                       w2: Float[Array, "m m"]) -> tuple[Array, Array]:
-    """``(k̂, ĥ)`` of one polled agent with reported technology ``R`` (``report_inv = R⁻¹``)."""
-    k = 0.5 * report_inv @ (w1 + w2)
-    h = 0.5 * (w1.T @ report_inv @ w2 + w2.T @ report_inv @ w1)
-    return 0.5 * (k + k.T), 0.5 * (h + h.T)
+                       w2: Float[Array, "m m"]) -> tuple[Array, Array, Array]:
+    """``(k̂, ĥ)`` of one polled agent with reported technology ``R`` (``report_inv = R⁻¹``),
+    and their multiply-adds (five m×m products, the sums, halvings and symmetrisations)."""
+    one = jnp.int32(1)
+    both, ops_0 = counted_axpy(1.0, w1, w2, one)
+    k, ops_k = counted_products(report_inv, both, one)
+    left_1, ops_1 = counted_products(w1.T, report_inv, one)
+    h_12, ops_2 = counted_products(left_1, w2, one)
+    left_2, ops_3 = counted_products(w2.T, report_inv, one)
+    h_21, ops_4 = counted_products(left_2, w1, one)
+    m = w1.shape[-1]
+    ops = ops_0 + ops_k + ops_1 + ops_2 + ops_3 + ops_4 + 5 * m * m
+    k, h = 0.5 * k, 0.5 * (h_12 + h_21)
+    return 0.5 * (k + k.T), 0.5 * (h + h.T), ops
 
 
 # ----------------------------------------------------------------------------- 3. Poll
@@ -293,8 +357,9 @@ def foc_flag(key: PRNGKeyArray, i: Array, report: Float[Array, "m m"], game: Net
 
 
 class PollTrace(eqx.Module):
-    """Per round: price error, welfare gap, cumulative queries and multiply-adds, whether the
-    polled agent was adversarial and whether its report was flagged; the final kernel."""
+    """Per round: price error, welfare gap, cumulative queries and multiply-adds (to a price
+    from that round's means), whether the polled agent was adversarial and whether its report
+    was flagged; the final kernel; the rounds' mean squared linearised price deviation."""
 
     error: Float[Array, " T"]
     gap: Float[Array, " T"]
@@ -303,26 +368,39 @@ class PollTrace(eqx.Module):
     adversarial: Array
     flagged: Array
     kernel: Kernel
+    variance: Float[Array, ""]
 
 
-def poll(key: PRNGKeyArray, game: NetworkGame, exact: Kernel, rounds: int, length: int,
-         checks: Checks, adversarial: Array, attack: float, drop_flagged: bool) -> PollTrace:
-    """``Poll`` for ``rounds`` rounds (one ``lax.scan``). Adversarial agents (boolean mask)
-    report ``R = attack · Σ_i``; with ``drop_flagged`` flagged reports are not used."""
+def poll(key: PRNGKeyArray, game: NetworkGame, exact: Kernel, centre: Kernel, rounds: int,
+         length: int, checks: Checks, adversarial: Array, attack: float,
+         drop_flagged: bool) -> PollTrace:
+    r"""``Poll`` for ``rounds`` rounds (one ``lax.scan``). Adversarial agents (boolean mask)
+    report ``R = attack · Σ_i``; with ``drop_flagged`` flagged reports are not used.
+
+    Multiply-adds are counted where they happen: the walks' steps, the planner's inverse of the
+    report (m³), the round's contribution, the two running-mean updates (2 m² each) and, at
+    every round, one price from the means (:func:`price_ops`); the FOC check is not counted.
+
+    ``variance`` is the CLT's asymptotic variance of the price error, measured on the rounds
+    themselves: with ``z_t = (k̂_t, ĥ_t)`` iid of mean ``μ = centre`` (the truncated kernel)
+    and ``J`` the Jacobian of ``q(K, H)`` at μ, ``√t (q_t − q_L) → N(0, J Cov(z) Jᵀ)``, so
+    ``t · E err_t² → mean_t ‖J (z_t − μ)‖² / ‖a − q*‖²`` (``jax.jvp``, one per round)."""
     m = game.m
     q_star = exact.q(game.a)
-    # multiply-adds of one round besides the walks: k̂ (2 products), ĥ (4), solve (m³/3 + m²)
-    round_ops = 6 * m**3 + m**3 // 3 + m * m
+    scale_star = jnp.sum((game.a - q_star) ** 2)
+
+    def q_of(k, h):
+        return Kernel(k, h).q(game.a)
 
     def one_round(carry, key):
-        k_mean, h_mean, used, queries, ops = carry
+        k_mean, h_mean, used, queries, ops, var = carry
         k_agent, k_w1, k_w2, k_check = jax.random.split(key, 4)
         i = jax.random.randint(k_agent, (), 0, game.agents)
         scale = jnp.where(adversarial[i], attack, 1.0)
         report = scale * game.sigma[i]
-        w1, v1 = walk_tail(k_w1, i, game, length)
-        w2, v2 = walk_tail(k_w2, i, game, length)
-        k, h = round_contribution(game.sigma_inv[i] / scale, w1, w2)
+        w1, v1, ops_1 = walk_tail(k_w1, i, game, length)
+        w2, v2, ops_2 = walk_tail(k_w2, i, game, length)
+        k, h, ops_round = round_contribution(game.sigma_inv[i] / scale, w1, w2)
         flagged = foc_flag(k_check, i, report, game, checks)
         use = jnp.logical_not(flagged & drop_flagged)
         used = used + use
@@ -330,17 +408,19 @@ def poll(key: PRNGKeyArray, game: NetworkGame, exact: Kernel, rounds: int, lengt
         k_mean = k_mean + step * (k - k_mean)
         h_mean = h_mean + step * (h - h_mean)
         queries = queries + 1 + v1 + v2
-        ops = ops + (v1 + v2) * m**3 + round_ops
-        q = Kernel(k_mean, h_mean).q(game.a)
-        out = (price_error(q, q_star, game.a), welfare_gap(q, exact, game.a), queries, ops,
-               adversarial[i], flagged)
-        return (k_mean, h_mean, used, queries, ops), out
+        ops = ops + ops_1 + ops_2 + m**3 + ops_round + 4 * m * m
+        _, dq = jax.jvp(q_of, (centre.k, centre.h), (k - centre.k, h - centre.h))
+        var = var + jnp.sum(dq**2) / scale_star
+        q = q_of(k_mean, h_mean)
+        out = (price_error(q, q_star, game.a), welfare_gap(q, exact, game.a), queries,
+               ops + price_ops(m), adversarial[i], flagged)
+        return (k_mean, h_mean, used, queries, ops, var), out
 
     zero = jnp.zeros((m, m))
-    init = (zero, zero, jnp.int32(0), jnp.int32(0), jnp.float32(0))
-    (k_mean, h_mean, *_), (err, gap, queries, ops, adv, flags) = jax.lax.scan(
+    init = (zero, zero, jnp.int32(0), jnp.int32(0), jnp.int32(0), jnp.float32(0))
+    (k_mean, h_mean, _, _, _, var), (err, gap, queries, ops, adv, flags) = jax.lax.scan(
         one_round, init, jax.random.split(key, rounds))
-    return PollTrace(err, gap, queries, ops, adv, flags, Kernel(k_mean, h_mean))
+    return PollTrace(err, gap, queries, ops, adv, flags, Kernel(k_mean, h_mean), var / rounds)
 
 
 def rounds_to_eps(error: np.ndarray, eps: float) -> int:
@@ -373,8 +453,8 @@ def manipulation_gain(a_sym: Array, sigma_i: Array, c_i: Array, w1: Array, w2: A
     utility at the truthful final price: the change of ``u_i(q) = ½ qᵀ C_iᵀ Σ_i C_i q`` through
     the final averages (its round enters them with weight 1/T) minus the probe score loss."""
     report = misreport(sigma_i, a_sym)
-    k_true, h_true = round_contribution(jnp.linalg.inv(sigma_i), w1, w2)
-    k_rep, h_rep = round_contribution(jnp.linalg.inv(report), w1, w2)
+    k_true, h_true, _ = round_contribution(jnp.linalg.inv(sigma_i), w1, w2)
+    k_rep, h_rep, _ = round_contribution(jnp.linalg.inv(report), w1, w2)
     moved = Kernel(final.k + (k_rep - k_true) / rounds, final.h + (h_rep - h_true) / rounds)
     utility = c_i.T @ sigma_i @ c_i
 
