@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Annotated
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import (
+    Bounds, ConfigError, Count, NonNegative, OpenUnit, Positive, Probability, UsageError,
+)
 from repro26.core.method import stage
 
 
@@ -20,35 +23,35 @@ from repro26.core.method import stage
 class Config:
     seeds: tuple[int, ...]
     families: tuple[str, ...]  # synthetic graph families (repro26.poll.data.SYNTHETIC)
-    ns: tuple[int, ...]
+    ns: tuple[Count, ...]
     real_networks: tuple[str, ...]  # networkx's (repro26.poll.data.REAL)
     sweep_families: tuple[str, ...]  # families whose heterogeneity sweep runs at sweep_n
-    sweep_n: int
-    heterogeneities: tuple[float, ...]
-    rounds: int  # Poll's horizon T
-    activities: int = 3  # m
+    sweep_n: Count
+    heterogeneities: tuple[NonNegative, ...]
+    rounds: Count  # Poll's horizon T
+    activities: Count = 3  # m
     activity_values: tuple[float, ...] = (1.0, 1.5, 2.0)  # a
-    mean_degree: float = 6.0
-    sbm_ratio: float = 8.0  # within/between edge odds of the two-block SBM
-    peer_strength: float = 0.4  # κ = δ ρ(G) (< ½ so that welfare is strictly concave)
-    heterogeneity: float = 1.0  # h in Σ_i = I + h W Wᵀ/m (default of every non-sweep job)
-    walk_length: int = 8  # L
-    eps: float = 0.05  # target relative price error ‖p − p*‖/‖p*‖
-    checkpoints: int = 40
-    dense_max_n: int = 300  # exact dense solve only up to this n
-    max_iter: int = 1000  # CG / best-response iteration cap
-    obs_noise: float = 0.05  # σ of observed efforts, relative to their RMS
-    alpha: float = 0.05  # level of the FOC-consistency test
+    mean_degree: Positive = 6.0
+    sbm_ratio: Positive = 8.0  # within/between edge odds of the two-block SBM
+    peer_strength: Annotated[float, Bounds(0, 0.5, high_open=True)] = 0.4  # κ = δ ρ(G) (< ½ so that welfare is strictly concave)
+    heterogeneity: NonNegative = 1.0  # h in Σ_i = I + h W Wᵀ/m (default of every non-sweep job)
+    walk_length: Count = 8  # L
+    eps: Positive = 0.05  # target relative price error ‖p − p*‖/‖p*‖
+    checkpoints: Count = 40
+    dense_max_n: Count = 300  # exact dense solve only up to this n
+    max_iter: Count = 1000  # CG / best-response iteration cap
+    obs_noise: NonNegative = 0.05  # σ of observed efforts, relative to their RMS
+    alpha: OpenUnit = 0.05  # level of the FOC-consistency test
     adversary_family: str = "er"
-    adversary_n: int = 300
-    adversary_fraction: float = 0.1
+    adversary_n: Count = 300
+    adversary_fraction: Probability = 0.1
     attacks: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95, 1.25, 2.0)  # R = κ Σ_i
-    probe_var: float = 0.01  # s²: variance of the probe price shift
-    incentive_samples: int = 16
-    incentive_starts: int = 4
-    incentive_steps: int = 150
-    incentive_radius: float = 2.0  # ‖A‖_F ≤ radius for R = Σ^½ exp(A) Σ^½
-    incentive_horizons: tuple[int, ...] = ()  # T of the truthful runs the misreports are
+    probe_var: Positive = 0.01  # s²: variance of the probe price shift
+    incentive_samples: Count = 16
+    incentive_starts: Count = 4
+    incentive_steps: Count = 150
+    incentive_radius: Positive = 2.0  # ‖A‖_F ≤ radius for R = Σ^½ exp(A) Σ^½
+    incentive_horizons: tuple[Count, ...] = ()  # T of the truthful runs the misreports are
     # searched against (the predicted rate: best gain × T² bounded across them)
 
 
