@@ -23,7 +23,7 @@ import numpy as np
 
 from repro26.core import io, memory
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError, Count, NonNegative, NonNegativeInt, OpenUnit, Positive, Probability, UsageError
 from repro26.core.method import stage
 
 KernelName = Literal["matern12", "matern32", "matern52", "se"]
@@ -42,15 +42,15 @@ def _positive(where: str, *values) -> None:
 class AdversaryConfig:
     """Reward sequences: f_t = background + peak; observations y_t = f_t(x_t) + noise·ξ."""
 
-    noise: float
-    peak_height: float
-    background_scale: float
-    background_centres: int
-    drift_period: int
-    drift_radius: float
-    switch_period: int
-    adaptive_candidates: int
-    bump_noise: float
+    noise: NonNegative
+    peak_height: Positive
+    background_scale: NonNegative
+    background_centres: NonNegativeInt
+    drift_period: Count
+    drift_radius: Probability
+    switch_period: Count
+    adaptive_candidates: Count
+    bump_noise: NonNegative
 
     def __post_init__(self):
         if self.peak_height + self.background_scale > 1.0:
@@ -64,13 +64,13 @@ class AdversaryConfig:
 
 @dataclasses.dataclass(frozen=True)
 class LearnerConfig:
-    fw_iters: int
-    gp_noise: float
-    gp_delta: float
-    gp_ts_samples: int
-    tune_scales: tuple[float, ...]
+    fw_iters: Count
+    gp_noise: NonNegative
+    gp_delta: OpenUnit
+    gp_ts_samples: Count
+    tune_scales: tuple[Positive, ...]
     tune_seeds: tuple[int, ...]
-    tune_horizon: int
+    tune_horizon: Count
 
     def __post_init__(self):
         _positive("learner", self.fw_iters, self.gp_noise, self.gp_delta, self.gp_ts_samples, self.tune_horizon,
@@ -83,12 +83,12 @@ class LearnerConfig:
 class NystromConfig:
     """Experiment 3: Nyström exp_weights with m inducing arms vs the exact learner."""
 
-    grid: int
-    m: tuple[int, ...]
+    grid: Count
+    m: tuple[Count, ...]
     samplers: tuple[SamplerName, ...]
     claim_sampler: SamplerName
-    timing_rounds: int  # game rounds per timed call
-    timing_repeats: int  # interleaved timing rounds (core.timing; at least 3)
+    timing_rounds: Count  # game rounds per timed call
+    timing_repeats: Count  # interleaved timing rounds (core.timing; at least 3)
 
     def __post_init__(self):
         if self.timing_repeats < 3 or self.timing_rounds < 1:
@@ -100,7 +100,7 @@ class NystromConfig:
 class ArmsConfig:
     """Experiment 4: regret against the number of arms."""
 
-    grids: tuple[int, ...]
+    grids: tuple[Count, ...]
     algorithms: tuple[AlgorithmName, ...]
 
 
@@ -109,20 +109,20 @@ class Config:
     """Every value is set by config/methods/kernel_bandits.yaml (common + the scale)."""
 
     seeds: tuple[int, ...]
-    dim: int
-    grid: int
+    dim: Count
+    grid: Count
     kernel: KernelName
-    lengthscale: float
+    lengthscale: Positive
     kernels: tuple[KernelName, ...]
     gamma_kernels: tuple[KernelName, ...]
     adversaries: tuple[AdversaryName, ...]
     algorithms: tuple[AlgorithmName, ...]
-    horizons: tuple[int, ...]
-    fixed_horizon: int
+    horizons: tuple[Count, ...]
+    fixed_horizon: Count
     fixed_adversary: AdversaryName
-    gamma_noise: float
-    chunk_size: int
-    checkpoint_every: int
+    gamma_noise: NonNegative
+    chunk_size: Count
+    checkpoint_every: Count
     adversary: AdversaryConfig
     learner: LearnerConfig
     nystrom: NystromConfig

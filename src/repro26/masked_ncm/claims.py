@@ -1,10 +1,12 @@
 """The abstract's claims as three-valued predicates over ``bounds.csv`` and ``iv_bounds.csv``.
 
 Every comparison is against a model or estimator run in the same job on the same samples:
-plug-in IDA (min / max of the back-door adjustment over the class, the strongest trivial
-estimator of the bounds), a single-DAG NCM trained as its own model on the DAG a user would pick
-(a random consistent extension of PC's CPDAG), and, in the IV setting where adjustment does not
-apply, the natural bounds that ignore the instrument.
+plug-in IDA (min / max of the back-door adjustment over the class: the MLE of every member's
+query in this identified setting, hence the ideal row of ``endpoint_error`` and the trivial row
+of ``coverage``, which it meets only by luck having no sampling allowance), a single-DAG NCM
+trained as its own model on the DAG a user would pick (a random consistent extension of PC's
+CPDAG), and, in the IV setting where adjustment does not apply, the natural bounds that ignore
+the instrument (the trivial row), with the plug-in Balke-Pearl LP as the ideal row.
 """
 
 from __future__ import annotations

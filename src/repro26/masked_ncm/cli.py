@@ -14,7 +14,7 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError, Count, NonNegativeInt, Positive, Probability, UsageError
 from repro26.core.method import stage
 from repro26.masked_ncm.train import ModelConfig, OptimConfig
 
@@ -25,29 +25,29 @@ class IVConfig:
     query is not identified within the mask, so steps are not scaled by n^{-1/2} and the
     data-fit region is annealed over ``anneal`` of the query steps)."""
 
-    num_latent: int
-    concentration: float
-    steps: int
-    query_lr_ratio: float
-    anneal: float
-    restarts: int
+    num_latent: Count
+    concentration: Positive
+    steps: Count
+    query_lr_ratio: Positive
+    anneal: Probability
+    restarts: Count
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
-    num_nodes: tuple[int, ...]
-    sample_sizes: tuple[int, ...]
-    card: int
-    edge_prob: float
-    concentration: float
-    max_class_size: int
-    pc_alpha: float
-    batch_multiple: int
+    num_nodes: tuple[Count, ...]
+    sample_sizes: tuple[Count, ...]
+    card: Count
+    edge_prob: Probability
+    concentration: Positive
+    max_class_size: NonNegativeInt
+    pc_alpha: Probability
+    batch_multiple: Count
     model: ModelConfig
     optim: OptimConfig
     iv: IVConfig
-    restarts: int = 1
+    restarts: Count = 1
 
 
 def graphs(cfg: Config) -> list[str]:

@@ -36,15 +36,16 @@ from scipy import stats
 from repro26.core.train import TrainState, init_train_state, optax_step, run_loop
 from repro26.masked_ncm import losses, solvers
 from repro26.masked_ncm.model import MaskedNCM
+from repro26.core.config import Count, NonNegative, Positive
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """Size of every mechanism's attention network (set per scale in the YAML)."""
 
-    embed_dim: int
-    heads: int
-    hidden: int
+    embed_dim: Count
+    heads: Count
+    hidden: Count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,16 +55,16 @@ class OptimConfig:
     ``rho`` and multiplier step ``dual_lr`` (clipped at ``dual_clip``); data-fit level
     ``alpha``; runs with constraint above ``max_violation`` are infeasible."""
 
-    steps: int
-    chunk_size: int
-    lr: float
-    query_lr_ratio: float
-    n_ref: float
-    rho: float
-    dual_lr: float
-    dual_clip: float
-    alpha: float
-    max_violation: float
+    steps: Count
+    chunk_size: Count
+    lr: Positive
+    query_lr_ratio: Positive
+    n_ref: Positive
+    rho: Positive
+    dual_lr: Positive
+    dual_clip: Positive
+    alpha: NonNegative
+    max_violation: NonNegative
 
 
 class Trainable(eqx.Module):

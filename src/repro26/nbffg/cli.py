@@ -16,58 +16,58 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError, Count, NonNegative, Positive, Probability, UsageError
 from repro26.core.method import stage
 
 
 @dataclasses.dataclass(frozen=True)
 class ShapesConfig:
-    landmarks: int              # k landmarks in 2-D (d = 2k)
-    grid: int                   # kernel centres on a grid x grid lattice (noise dim 2 grid^2)
-    kernel_width: float = 0.5
-    kernel_scale: float = 0.15
-    root_std: float = 0.02
-    obs_std: float = 0.02
+    landmarks: Count              # k landmarks in 2-D (d = 2k)
+    grid: Count                   # kernel centres on a grid x grid lattice (noise dim 2 grid^2)
+    kernel_width: Positive = 0.5
+    kernel_scale: Positive = 0.15
+    root_std: Positive = 0.02
+    obs_std: Positive = 0.02
 
 
 @dataclasses.dataclass(frozen=True)
 class CTMCConfig:
-    states: int                 # S
-    rate: float                 # mu: mean jump rate scale
+    states: Count                 # S
+    rate: Positive                 # mu: mean jump rate scale
     kappa: float                # amplitude of the seasonal rate modulation (0 = proxy exact)
-    period: float               # period of the modulation in tree-time units
-    error: float                # emission: P(observed symbol != state)
+    period: Positive               # period of the modulation in tree-time units
+    error: Probability                # emission: P(observed symbol != state)
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    steps: int
-    chunk: int
-    batch: int                  # forward samples per step
-    paths_per_step: int         # root-to-leaf paths per sample; 0 = whole tree
-    lr: float = 3e-3
-    clip: float = 10.0
-    width: int = 64
-    depth: int = 2
-    embed_dim: int = 8
+    steps: Count
+    chunk: Count
+    batch: Count                  # forward samples per step
+    paths_per_step: Count         # root-to-leaf paths per sample; 0 = whole tree
+    lr: Positive = 3e-3
+    clip: Positive = 10.0
+    width: Count = 64
+    depth: Count = 2
+    embed_dim: Count = 8
 
 
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
-    samples: int                # importance samples (and pCN iterations of the MCMC baseline)
-    mcmc_rho: float
-    mcmc_ref_iters: int         # per chain, long pCN reference for nonlinear tasks
-    mcmc_ref_chains: int
+    samples: Count                # importance samples (and pCN iterations of the MCMC baseline)
+    mcmc_rho: Probability
+    mcmc_ref_iters: Count         # per chain, long pCN reference for nonlinear tasks
+    mcmc_ref_chains: Count
 
 
 @dataclasses.dataclass(frozen=True)
 class CostConfig:
-    leaves: tuple[int, ...]
-    paths: int
-    batch: int
-    repeats: int
-    steps_per_timing: int
-    grad_keys: int              # independent keys per repeat for the gradient variance
+    leaves: tuple[Count, ...]
+    paths: Count
+    batch: Count
+    repeats: Count
+    steps_per_timing: Count
+    grad_keys: Count              # independent keys per repeat for the gradient variance
     dynamics: Literal["linear", "doublewell", "statedep", "shapes"]
 
 
@@ -75,16 +75,16 @@ class CostConfig:
 class Config:
     seeds: tuple[int, ...]
     tasks: tuple[str, ...]
-    dim: int
+    dim: Count
     theta: float
-    sigma: float
-    alpha: float
-    gamma: float
-    root_std: float
-    obs_std: float
-    tree_height: float
-    steps_per_edge: int
-    observed_fraction: float
+    sigma: Positive
+    alpha: NonNegative
+    gamma: Probability
+    root_std: Positive
+    obs_std: Positive
+    tree_height: Positive
+    steps_per_edge: Count
+    observed_fraction: Probability
     shapes: ShapesConfig
     ctmc: CTMCConfig
     train: TrainConfig

@@ -15,7 +15,7 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import ConfigError, Count, NonNegative, Positive, UsageError
 from repro26.core.method import stage
 from repro26.nsmp import data as data_mod
 
@@ -29,21 +29,21 @@ class Config(data_mod.Sizes):
     # experiments
     cases: tuple[str, ...]  # convergence cases <problem>-<topology>, at n_clients
     scaling_topologies: tuple[str, ...]  # ridge-<topology>-n<n> for n in scaling_n
-    scaling_n: tuple[int, ...]
+    scaling_n: tuple[Count, ...]
     # solvers
     # relative-error tolerance 10**tol_exponent (an integer: the config.json that Snakemake writes
     # prints 1e-6 as "1e-06", which the YAML loader reads back as a string)
     tol_exponent: int
     precision: Literal["float32", "float64"]
-    newton_rounds: int
-    admm_rho: tuple[float, ...]
-    admm_local_steps: int
-    admm_iters: int
-    fed_lr: tuple[float, ...]
-    fed_local_steps: int
-    fedprox_mu: tuple[float, ...]
-    fed_iters: int
-    chunk_size: int
+    newton_rounds: Count
+    admm_rho: tuple[Positive, ...]
+    admm_local_steps: Count
+    admm_iters: Count
+    fed_lr: tuple[Positive, ...]
+    fed_local_steps: Count
+    fedprox_mu: tuple[NonNegative, ...]
+    fed_iters: Count
+    chunk_size: Count
 
     def __post_init__(self):
         where = "nsmp"

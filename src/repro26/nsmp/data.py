@@ -31,6 +31,8 @@ import dataclasses
 import networkx as nx
 import numpy as np
 
+from repro26.core.config import Count, NonNegative, NonNegativeInt, Positive, Probability
+
 PROBLEMS = ("ridge", "logistic", "huber", "sensor")
 TOPOLOGIES = ("chain", "tree", "loopy", "grid")
 QUADRATIC = ("ridge", "sensor")
@@ -41,17 +43,17 @@ LOSS_OF_PROBLEM = {"ridge": "squared", "sensor": "squared", "logistic": "logisti
 class Sizes:
     """Sizes of one problem instance (all from the method config)."""
 
-    n_clients: int
-    private_dim: int
-    shared_min: int
-    shared_max: int
-    extra_edges: float
-    rows_per_client: int
-    ridge: float
-    noise: float
-    sensors_per_client: int
-    sensor_radius: float
-    anchor_fraction: float
+    n_clients: Count
+    private_dim: Count
+    shared_min: NonNegativeInt
+    shared_max: NonNegativeInt
+    extra_edges: NonNegative
+    rows_per_client: Count
+    ridge: NonNegative
+    noise: NonNegative
+    sensors_per_client: Count
+    sensor_radius: Positive
+    anchor_fraction: Probability
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import UsageError
+from repro26.core.config import Count, NonNegativeInt, Positive, Probability, UsageError
 from repro26.core.method import stage
 
 
@@ -21,47 +21,47 @@ from repro26.core.method import stage
 class SBMConfig:
     """K-block SBM: within-block probability ``p_in``, between ``p_out``, relative block sizes."""
 
-    p_in: float
-    p_out: float
-    sizes: tuple[float, ...]
+    p_in: Probability
+    p_out: Probability
+    sizes: tuple[Count, ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
-    sbm_ns: tuple[int, ...]
-    graphon_ns: tuple[int, ...]
+    sbm_ns: tuple[Count, ...]
+    graphon_ns: tuple[Count, ...]
     sbms: dict[str, SBMConfig]
     graphons: tuple[str, ...]
-    k_scale: float = 1.0
+    k_scale: Positive = 1.0
     k_exponent: float = 1.0 / 3.0
     # smooth graphons: K = ceil(k_scale n^k_exponent) ("theory") or the held-out-error minimiser
     # over k_grid multiples of it ("validation", fraction validation_fraction of pairs hidden)
     k_rule: Literal["theory", "validation"] = "validation"
     k_grid: tuple[float, ...] = (0.5, 1.0, 2.0)
-    validation_fraction: float = 0.1
-    n_random_inits: int = 2
-    max_iter: int = 500
+    validation_fraction: Probability = 0.1
+    n_random_inits: Count = 2
+    max_iter: NonNegativeInt = 500
     tol_log10: float = -5.0  # FW-gap tolerance 10**tol_log10 (see evaluate.tolerance)
-    usvt_eta: float = 0.01
-    usvt_k_max: int = 20
+    usvt_eta: Positive = 0.01
+    usvt_k_max: Count = 20
     pot_families: tuple[str, ...] = ("sbm_bal_assort", "absdiff")
-    pot_ns: tuple[int, ...] = ()
+    pot_ns: tuple[Count, ...] = ()
     pot_seeds: tuple[int, ...] = (0,)
     real_networks: dict[str, int] = dataclasses.field(
         default_factory=lambda: {"karate": 2, "lesmis": 6, "florentine": 3, "davis": 2})
     # sparse scaling study (evaluate.scaling_rows): balanced SBMs with p_in = ratio * p_out at
     # each mean degree and K, sampled and solved sparse (BCOO); POT dense at scaling_pot_ns
-    scaling_ns: tuple[int, ...] = ()
-    scaling_pot_ns: tuple[int, ...] = ()
-    scaling_degrees: tuple[float, ...] = (25.0,)
-    scaling_ks: tuple[int, ...] = (4,)
+    scaling_ns: tuple[Count, ...] = ()
+    scaling_pot_ns: tuple[Count, ...] = ()
+    scaling_degrees: tuple[Positive, ...] = (25.0,)
+    scaling_ks: tuple[Count, ...] = (4,)
     scaling_seeds: tuple[int, ...] = (0,)
-    scaling_ratio: float = 5.0
-    scaling_power_iters: int = 12
-    scaling_kmeans_restarts: int = 1
-    scaling_iters: int = 10
-    scaling_timing_rounds: int = 7  # interleaved CPU-timing rounds of scaling_cpu (at least 3)
+    scaling_ratio: Positive = 5.0
+    scaling_power_iters: Count = 12
+    scaling_kmeans_restarts: Count = 1
+    scaling_iters: Count = 10
+    scaling_timing_rounds: Count = 7  # interleaved CPU-timing rounds of scaling_cpu (at least 3)
 
 
 def check(cfg: Config) -> None:

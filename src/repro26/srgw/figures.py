@@ -142,12 +142,12 @@ def gap_vs_n(run):
 
 @figure("tables/fits.csv", "tables/pot.csv")
 def time_vs_n(run):
-    """Experiment 3 (srgw): wall time to tolerance vs n. Left: our JAX block-coordinate
+    """Experiment 3 (srgw): time to tolerance vs n. Left (process CPU seconds): our JAX block-coordinate
     conditional gradient (all initial couplings in one vmapped call, compile excluded) vs the
     same estimator with POT's semirelaxed_gromov_wasserstein as the T-step from the same
     initial couplings. Right: all estimators (median over families) at the K in use; the held-
     out validation that picks K for smooth graphons (column k_select_s of fits.csv) is not
-    included. Timings on a shared 2-core CPU machine."""
+    included; its times are wall clock (a finding only). Timings on a shared 2-core CPU machine."""
     table = _fits(run)
     pot = tables.read(run.input("pot.csv"))
     fig, axes = plotting.subplots(1, 2, width=4.4, height=3.3)
@@ -165,7 +165,7 @@ def time_vs_n(run):
                 ax.scatter(np.broadcast_to(ns, vals.shape), vals, color=color, s=6, alpha=0.6)
         _n_axis(ax, np.unique(pot["n"]))
     ax.set_yscale("log")
-    ax.set_ylabel("wall time to tolerance (s)")
+    ax.set_ylabel("CPU time to tolerance (s)")
     ax.set_title("srGW: ours (JAX) vs POT, same inits", fontsize=8)
     ax.legend(fontsize=6)
     ax = axes[0, 1]
