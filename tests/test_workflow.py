@@ -1,5 +1,6 @@
 """The Snakemake DAG: plans at every scale, lint-clean, profiles parse, bad config or target exits 2."""
 
+import functools
 import re
 import subprocess
 import sys
@@ -18,6 +19,13 @@ def snakemake(*args, cwd=REPO):
     return subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
+@functools.cache
+def plan(scale: str, *extra: str):
+    """A dry run of the whole DAG at ``scale`` (every job forced), planned once per session:
+    the tests below read the same plans."""
+    return snakemake("-n", "--forceall", "--rerun-incomplete", *extra, "--config", f"scale={scale}")
+
+
 def planned_jobs(stdout: str) -> dict[str, int]:
     """Parse the 'Job stats' table of a dry run into {rule: count}."""
     lines = stdout.splitlines()
@@ -33,7 +41,7 @@ def planned_jobs(stdout: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("scale", ["smoke", "small", "paper"])
 def test_dry_run_plans_every_built_method_and_the_report(scale):
-    result = snakemake("-n", "--forceall", "--rerun-incomplete", "--config", f"scale={scale}")
+    result = plan(scale)
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result.stdout)
     assert jobs["all"] == 1 and jobs["report"] == 1
@@ -46,7 +54,7 @@ def test_dry_run_plans_every_built_method_and_the_report(scale):
 
 def test_each_method_has_a_named_rule():
     methods = implemented_methods()
-    result = snakemake("-n", "--forceall", "--rerun-incomplete", *methods, "--config", "scale=smoke")
+    result = plan("smoke", *methods)
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = planned_jobs(result.stdout)
     assert all(jobs.get(m) == 1 for m in methods), jobs
@@ -56,8 +64,8 @@ def test_slurm_profile_parses_and_plans_every_job():
     profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
     assert profile["executor"] == "slurm"
     assert {"jobs", "latency-wait", "retries", "default-resources"} <= set(profile)
-    local = snakemake("-n", "--forceall", "--rerun-incomplete", "--config", "scale=paper")
-    slurm = snakemake("-n", "--forceall", "--rerun-incomplete", "--workflow-profile", "profiles/slurm", "--config", "scale=paper")
+    local = plan("paper")
+    slurm = plan("paper", "--workflow-profile", "profiles/slurm")
     assert slurm.returncode == 0, slurm.stderr[-2000:]
     assert planned_jobs(slurm.stdout) == planned_jobs(local.stdout)
 
