@@ -37,7 +37,9 @@ class Config:
     hidden: int
     embed_dim: int
     flow_layers: int
-    learning_rate: float
+    learning_rate: float  # peak of the warmup-cosine schedule
+    warmup_steps: int = 200
+    ema_decay: float = 0.999  # weight averaging of the GDE iterates
     fov_radius: float = 2.5
     p_detect: float = 0.9
     obs_sigma: float = 0.5
@@ -67,6 +69,11 @@ def check(cfg: Config) -> None:
                           f"{list(cfg.particle_grid)}")
     if cfg.grid < 4 or cfg.horizon < cfg.eval_every:
         raise ConfigError("nbf.grid: at least 4 cells and horizon >= eval_every")
+    if not 0 <= cfg.warmup_steps < cfg.train_steps:
+        raise ConfigError(f"nbf.warmup_steps: must lie in [0, train_steps), got "
+                          f"{cfg.warmup_steps}")
+    if not 0 <= cfg.ema_decay < 1:
+        raise ConfigError(f"nbf.ema_decay: must lie in [0, 1), got {cfg.ema_decay}")
     if not 0 < cfg.p_detect <= 1:
         raise ConfigError(f"nbf.p_detect: must lie in (0, 1], got {cfg.p_detect}")
     if min(cfg.particle_grid) < cfg.gmm_components:
@@ -117,8 +124,8 @@ def train_stage(run: Run) -> None:
     models, history = train.train_gdes(run.cfg, pool, k, checkpoint=out.with_suffix(".ckpt"),
                                        progress=run.progress)
     io.save_checkpoint(out, models, len(history["nll"]))
-    nll = np.asarray(history["nll"])  # (steps, seeds)
-    final = nll[-max(1, len(nll) // 20):].mean(0)  # last 5% of steps: fresh batches each
+    nll = np.asarray(history["nll"])  # (steps, seeds), the training iterates
+    final = train.heldout_nll(run.cfg, models, pool, k)  # the averaged models, fresh batches
     entropy = float(losses.exact_entropy(pool, k, run.cfg.grid))
     params = train.parameter_count(models)
     rows = [{"evaders": k, "dim": 2 * k, "seed": s, "step": i + 1, "nll": float(nll[i, j]),
