@@ -43,14 +43,18 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     assert list(claims) == ["multimodal_tracking", "dimension_scaling", "zero_shot"]
 
 
-def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):
+@pytest.mark.parametrize("old, new, field", [
+    ("held_in: walk", "held_in: sprint", "held_in"),
+    ("warmup_steps: 4\n", "warmup_steps: 40\n", "warmup_steps"),
+    ("ema_decay: 0.9\n", "ema_decay: 1.0\n", "ema_decay")])
+def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys, old, new, field):
     bad = tmp_path / "config.yaml"
-    text = (ROOT / "config" / "methods" / "nbf.yaml").read_text().replace(
-        "held_in: walk", "held_in: sprint")
-    bad.write_text("scale: smoke\n" + text)
+    text = (ROOT / "config" / "methods" / "nbf.yaml").read_text()
+    assert old in text
+    bad.write_text("scale: smoke\n" + text.replace(old, new))
     assert main(["nbf", "data", "--config", str(bad), "--out", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "held_in" in err[0]
+    assert len(err) == 1 and field in err[0]
 
 
 @pytest.mark.parametrize("variant", ["evaders=1", "evaders=1,dynamics=walk,particles=7",

@@ -8,11 +8,14 @@ job per scenario: k evaders, dynamics, N particles; every filter, every seed) ->
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated
 from pathlib import Path
 
 from repro26.core import io, memory
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, UsageError
+from repro26.core.config import (
+    Bounds, ConfigError, Count, NonNegative, NonNegativeInt, OpenUnit, Positive, UsageError,
+)
 from repro26.core.method import stage
 from repro26.nbf.data import Dynamics
 
@@ -20,36 +23,38 @@ from repro26.nbf.data import Dynamics
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
-    grid: int  # arena of grid x grid cells
-    horizon: int  # filter steps per episode
-    episodes: int  # evaluation episodes per seed and scenario
-    evaders: tuple[int, ...]  # k values of the dimension sweep (d = 2k)
-    particles: int  # N of the tracking, dimension and zero-shot experiments
-    particle_grid: tuple[int, ...]  # N values of the error-vs-N experiment
+    grid: Count  # arena of grid x grid cells
+    horizon: Count  # filter steps per episode
+    episodes: Count  # evaluation episodes per seed and scenario
+    evaders: tuple[Count, ...]  # k values of the dimension sweep (d = 2k)
+    particles: Count  # N of the tracking, dimension and zero-shot experiments
+    particle_grid: tuple[Count, ...]  # N values of the error-vs-N experiment
     dynamics: dict[str, Dynamics]  # evader policies by name
     held_in: str
     held_out: tuple[str, ...]
-    pool_episodes: int  # held-in episodes whose exact beliefs train the GDE
-    train_steps: int
-    batch_size: int
-    set_size: int
-    target_size: int
-    hidden: int
-    embed_dim: int
-    flow_layers: int
-    learning_rate: float
-    fov_radius: float = 2.5
-    p_detect: float = 0.9
-    obs_sigma: float = 0.5
-    patrol_radius: float = 0.25  # fraction of the grid size (converted in `arena`)
-    patrol_period: int = 24
-    pf_multiplier: int = 10
-    gmm_components: int = 4
-    gmm_iters: int = 10
-    reference_samples: int = 512
-    eval_every: int = 2
-    sinkhorn_epsilon: float = 0.01
-    mmd_bandwidth: float = 0.1
+    pool_episodes: Count  # held-in episodes whose exact beliefs train the GDE
+    train_steps: Count
+    batch_size: Count
+    set_size: Count
+    target_size: Count
+    hidden: Count
+    embed_dim: Count
+    flow_layers: Count
+    learning_rate: Positive  # peak of the warmup-cosine schedule
+    warmup_steps: NonNegativeInt = 200
+    ema_decay: Annotated[float, Bounds(0, 1, high_open=True)] = 0.999  # weight averaging of the GDE iterates
+    fov_radius: Positive = 2.5
+    p_detect: OpenUnit = 0.9
+    obs_sigma: Positive = 0.5
+    patrol_radius: NonNegative = 0.25  # fraction of the grid size (converted in `arena`)
+    patrol_period: Count = 24
+    pf_multiplier: Count = 10
+    gmm_components: Count = 4
+    gmm_iters: Count = 10
+    reference_samples: Count = 512
+    eval_every: Count = 2
+    sinkhorn_epsilon: Positive = 0.01
+    mmd_bandwidth: Positive = 0.1
 
 
 def check(cfg: Config) -> None:
@@ -67,8 +72,9 @@ def check(cfg: Config) -> None:
                           f"{list(cfg.particle_grid)}")
     if cfg.grid < 4 or cfg.horizon < cfg.eval_every:
         raise ConfigError("nbf.grid: at least 4 cells and horizon >= eval_every")
-    if not 0 < cfg.p_detect <= 1:
-        raise ConfigError(f"nbf.p_detect: must lie in (0, 1], got {cfg.p_detect}")
+    if not 0 <= cfg.warmup_steps < cfg.train_steps:
+        raise ConfigError(f"nbf.warmup_steps: must lie in [0, train_steps), got "
+                          f"{cfg.warmup_steps}")
     if min(cfg.particle_grid) < cfg.gmm_components:
         raise ConfigError("nbf.particle_grid: every N must be at least gmm_components")
 
@@ -117,8 +123,8 @@ def train_stage(run: Run) -> None:
     models, history = train.train_gdes(run.cfg, pool, k, checkpoint=out.with_suffix(".ckpt"),
                                        progress=run.progress)
     io.save_checkpoint(out, models, len(history["nll"]))
-    nll = np.asarray(history["nll"])  # (steps, seeds)
-    final = nll[-max(1, len(nll) // 20):].mean(0)  # last 5% of steps: fresh batches each
+    nll = np.asarray(history["nll"])  # (steps, seeds), the training iterates
+    final = train.heldout_nll(run.cfg, models, pool, k)  # the averaged models, fresh batches
     entropy = float(losses.exact_entropy(pool, k, run.cfg.grid))
     params = train.parameter_count(models)
     rows = [{"evaders": k, "dim": 2 * k, "seed": s, "step": i + 1, "nll": float(nll[i, j]),
