@@ -97,13 +97,15 @@ def ratio_vs_t(run):
                 plotting.line_with_ci(ax, xs, y, label=KERNEL_LABELS[kernel], marker="o", markersize=3)
         ax.axvspan(max(cfg.horizons) / 10, max(cfg.horizons), color="0.9", zorder=0)
         ax.set_xscale("log")
+        ax.set_xticks(cfg.horizons, [f"{h:g}" for h in cfg.horizons], rotation=30)
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no crowded 2×10¹ labels
         ax.set_xlabel("horizon T (rounds)")
         ax.set_title(ADVERSARY_LABELS[adversary])
         ax.set_ylim(bottom=0)
     axes[0][0].set_ylabel("R_T / √(T γ_T)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), title="kernel (shaded: last decade of T)",
-               bbox_to_anchor=(0.5, -0.02), frameon=False)
+               bbox_to_anchor=(0.5, -0.08), frameon=False)
     fig.suptitle("Exponential weights: regret normalised by √(T γ_T)", y=1.03)
     return fig
 
