@@ -23,7 +23,7 @@ class SBMConfig:
 
     p_in: Probability
     p_out: Probability
-    sizes: tuple[Count, ...]
+    sizes: tuple[Positive, ...]
 
 
 @dataclasses.dataclass(frozen=True)
