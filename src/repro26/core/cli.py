@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 
 from repro26.core.config import (
     ConfigError,
+    SCALES,
     DeclaredConfig,
     UsageError,
     as_dict,
@@ -103,10 +104,13 @@ def check_origins(method: str, scale: str, variant: Mapping[str, Any],
     """Every input a stage wrote records its origin: one from another method or scale, or
     whose variant disagrees with this job's on a key the stage ``matches``, is one line
     naming the file, before anything is read or written."""
+    # only values that name a method or a scale are an origin: a table's own "method: ..." note
+    # (an estimator's name, say) is not one
+    known = {"method": set(METHODS), "scale": set(SCALES)}
     for path in inputs:
         origin = io.read_origin(path)
         for key, want in (("method", method), ("scale", scale)):
-            if key in origin and origin[key] != want:
+            if origin.get(key) in known[key] and origin[key] != want:
                 raise UsageError(f"--input {path}: written for {key} {origin[key]!r}; this job "
                                  f"is {key} {want!r}")
         theirs = dict(part.partition("=")[::2] for part in
