@@ -62,7 +62,8 @@ Number = float | int
 Effect = Number | str | Callable[[Mapping[str, Any]], Number | None] | None
 
 
-def _is_summary(tree: Any) -> bool:
+def is_summary(tree: Any) -> bool:
+    """A ``{"mean", "ci95", ...}`` summary over seeds (:func:`repro26.core.stats.summary`)."""
     return isinstance(tree, Mapping) and "mean" in tree and "ci95" in tree
 
 
@@ -74,7 +75,7 @@ class _Reads(Mapping):
         self._data, self._path, self._log = data, path, log
 
     def __getitem__(self, key):
-        if _is_summary(self._data):
+        if is_summary(self._data):
             self._log[self._path] = self._data
         value = self._data[key]
         if isinstance(value, Mapping):

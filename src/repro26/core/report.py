@@ -10,22 +10,18 @@ from __future__ import annotations
 import base64
 import html
 from html.parser import HTMLParser
-from io import BytesIO as io_bytes
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 from repro26.core import io
-from repro26.core.claims import VERDICTS, read_claims, verdict_of
+from repro26.core.claims import VERDICTS, is_summary, read_claims, verdict_of
 from repro26.core.registry import METHODS, method_figures
 
 
 MAX_CELL = 700  # characters of "measured" shown per claim; the rest stays in claims.json
 MAX_VALUE = 240  # characters of one measured value in the HTML report
 MAX_TEXT = 1500  # characters of any one table cell of the HTML report (statement, context, ...)
-
-
-def _is_summary(value: Any) -> bool:
-    return isinstance(value, dict) and "mean" in value and "ci95" in value
 
 
 def _num(x: Any) -> str:
@@ -40,7 +36,7 @@ def _fmt(value: Any) -> str:
     significant digits, long lists cut."""
     if isinstance(value, float):
         return _num(value)
-    if _is_summary(value):
+    if is_summary(value):
         lo, hi = value["ci95"]
         n = f" (n={value['n']})" if "n" in value else ""
         if value["mean"] is None:
@@ -62,7 +58,7 @@ def flatten(measured: dict, prefix: str = "") -> dict[str, Any]:
         if key == "per_seed":
             continue
         name = f"{prefix}{key}"
-        if isinstance(value, dict) and not _is_summary(value):
+        if isinstance(value, dict) and not is_summary(value):
             out.update(flatten(value, f"{name}."))
         else:
             out[name] = value
@@ -343,7 +339,7 @@ def html_problems(path: str | Path, max_cell: int = MAX_TEXT) -> list[str]:
             problems.append(f"figure {i}: not an embedded PNG")
             continue
         try:
-            image = matplotlib.image.imread(io_bytes(base64.b64decode(src[len(prefix):])), "png")
+            image = matplotlib.image.imread(BytesIO(base64.b64decode(src[len(prefix):])), "png")
         except Exception as err:  # noqa: BLE001  any decoding failure is the finding
             problems.append(f"figure {i}: does not decode ({type(err).__name__})")
             continue
