@@ -185,3 +185,14 @@ def test_damaged_checkpoint_restarts_with_one_line(tmp_path, uninterrupted, caps
     assert len(err) == 1 and "training starts over" in err[0], err
     assert _same_params(state, uninterrupted[0]) and len(history["loss"]) == 300
     np.testing.assert_array_equal(history["loss"], uninterrupted[1]["loss"])
+
+
+def test_a_chunk_too_big_for_the_device_is_refused_before_it_runs(monkeypatch):
+    """The compiled chunk's own memory (arguments + outputs + temporaries) is checked first: with
+    less memory than the parameters alone take, training stops with one line naming the chunk."""
+    from repro26.core import memory
+    from repro26.core.config import UsageError
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 8)
+    with pytest.raises(UsageError, match="train: one compiled chunk of 25 steps needs about"):
+        train(50)

@@ -9,6 +9,11 @@ step), EM or filtering sweeps. Steps run ``chunk_size`` at a time inside one com
 * updates a progress bar (step, loss, steps/s),
 * every ``checkpoint_every`` steps writes the state and the metric history atomically.
 
+Before the first chunk runs, its compiled program's memory (arguments, outputs and XLA's
+temporaries, from ``memory_analysis``) is checked against what the device has
+(:func:`repro26.core.memory.require`): a problem too big for the machine is one line at the
+start, for every method that trains through this loop, not an out-of-memory abort later.
+
 The key for step ``s`` is ``fold_in(key, s)``, so a run that was killed and resumed from its
 last checkpoint reaches exactly the parameters of an uninterrupted run with the same seed.
 To train several seeds at once, ``jax.vmap`` the step (and stack the states): metrics then have
@@ -31,7 +36,7 @@ import numpy as np
 import optax
 from tqdm.auto import tqdm
 
-from repro26.core import io, jobs
+from repro26.core import io, jobs, memory
 
 Metrics = Mapping[str, jax.Array]
 StepFn = Callable[[Any, Any, jax.Array], tuple[Any, Metrics]]
@@ -141,6 +146,10 @@ def run_loop(
             state, start, history = _resume(ckpt, hist_path, state, checkpoint_tag, num_steps)
 
     run_chunk = _make_chunk_runner(step_fn)
+    full = min(chunk_size, num_steps - start)
+    if full > 0:
+        compiled = run_chunk.lower(state, data, key, jnp.arange(full)).compile()
+        _require_memory(compiled, f"{desc}: one compiled chunk of {full} steps")
     bar = tqdm(
         total=num_steps, initial=start, desc=desc, disable=not progress, file=sys.stderr,
         mininterval=0.5 if sys.stderr.isatty() else 10.0, unit="step",
@@ -148,7 +157,8 @@ def run_loop(
     step, last_ckpt, t0 = start, start, time.perf_counter()
     while step < num_steps:
         n = min(chunk_size, num_steps - step)
-        state, metrics = run_chunk(state, data, key, jnp.arange(step, step + n))
+        state, metrics = (compiled if n == full else run_chunk)(state, data, key,
+                                                                jnp.arange(step, step + n))
         metrics = {k: np.asarray(v) for k, v in metrics.items()}
         bad = _first_non_finite(metrics, step)
         if bad is not None:
@@ -166,6 +176,15 @@ def run_loop(
             last_ckpt = step
     bar.close()
     return state, {k: np.concatenate(v) for k, v in history.items()}
+
+
+def _require_memory(compiled: Any, what: str) -> None:
+    """One line and exit 2 (``memory.require``) if the compiled chunk needs more memory than the
+    device has: its arguments, outputs and temporaries, less what XLA aliases."""
+    stats = compiled.compiled.memory_analysis()
+    if stats is not None:
+        memory.require(stats.argument_size_in_bytes + stats.output_size_in_bytes
+                       + stats.temp_size_in_bytes - stats.alias_size_in_bytes, what)
 
 
 def _resume(ckpt: Path, hist_path: Path, like: Any, tag: str, num_steps: int):
