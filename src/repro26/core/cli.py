@@ -298,6 +298,7 @@ def _report(argv: Sequence[str]) -> None:
 
 
 USAGE = ("usage: repro26 list | repro26 report --scale S --input CLAIMS... --out REPORT.md | "
+         "repro26 probe [METHOD...] [--cores N] [--time-limit S] | "
          "repro26 <method> <stage> [--config PATH] [--scale S] [--out PATH] [--seed N]")
 
 
@@ -313,6 +314,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _list()
         elif command == "report":
             _report(rest)
+        elif command == "probe":
+            from repro26.core import probe
+
+            return probe.main(rest)
         else:
             _method_main(command, rest)
     except (ConfigError, UsageError) as err:

@@ -29,7 +29,11 @@ from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 import yaml
 
-SCALES: tuple[str, ...] = ("smoke", "small", "paper")
+PRESETS: tuple[str, ...] = ("smoke", "small", "paper")  # the sections every method writes
+# ``probe`` is ``paper`` with the method's ``probe`` overrides (one seed, one optimiser step or
+# rollout, the largest size of each grid): the paper's shapes, checked on any machine.
+PROBE = "probe"
+SCALES: tuple[str, ...] = (*PRESETS, PROBE)
 
 T = TypeVar("T")
 
@@ -130,7 +134,8 @@ def check_scale(scale: str) -> str:
 
 
 def resolve_section(section: Mapping[str, Any], scale: str, where: str) -> dict[str, Any]:
-    """Merge ``section['common']`` with ``section[scale]``."""
+    """Merge ``section['common']`` with ``section[scale]`` (for ``probe``: with ``paper``, then
+    the ``probe`` overrides)."""
     check_scale(scale)
     if not isinstance(section, Mapping):
         raise ConfigError(f"{where}: must be a mapping with keys common/{'/'.join(SCALES)}")
@@ -140,8 +145,15 @@ def resolve_section(section: Mapping[str, Any], scale: str, where: str) -> dict[
             f"{where}.{sorted(unknown)[0]}: unknown key; allowed: common, {', '.join(SCALES)}"
         )
     if scale not in section:
-        raise ConfigError(f"{where}.{scale}: missing; every method needs smoke, small and paper")
-    return deep_merge(section.get("common") or {}, section.get(scale) or {})
+        raise ConfigError(f"{where}.{scale}: missing; every method needs "
+                          f"{', '.join(SCALES)} (probe: overrides of paper)")
+    # a stage's config slice holds the probe's values already merged, without ``paper``
+    layers = [layer for layer in ("paper", PROBE) if layer in section] if scale == PROBE \
+        else [scale]
+    merged = dict(section.get("common") or {})
+    for layer in layers:
+        merged = deep_merge(merged, section.get(layer) or {})
+    return merged
 
 
 def method_section(config: Mapping[str, Any], method: str, config_dir: Path | None) -> Mapping:
