@@ -39,7 +39,7 @@ def planned_jobs(stdout: str) -> dict[str, int]:
     return jobs
 
 
-@pytest.mark.parametrize("scale", ["smoke", "small", "paper"])
+@pytest.mark.parametrize("scale", ["smoke", "small", "paper", "probe"])
 def test_dry_run_plans_every_built_method_and_the_report(scale):
     result = plan(scale)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -7,6 +7,8 @@ shapes compile, fit and step. The probe runs the pipeline method by method
 (``snakemake --keep-going --config scale=probe <method>``) and writes ``results/probe/probe.md``:
 for each method the jobs that ran, the jobs the memory pre-checks refused (they need a bigger
 machine: the line says how much), and the jobs that failed, each with its log's last line.
+Each method's outcome is kept in ``results/probe/<method>/probe.json``, so the table gathers every
+method probed so far, one run or several.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,7 +120,21 @@ def run_method(method: str, cores: int, time_limit: float | None) -> Outcome:
     outcome.stopped = stopped
     outcome.cpu_seconds = (end.children_user - start.children_user
                            + end.children_system - start.children_system)
+    io.write_json(RESULTS / method / "probe.json", dataclasses.asdict(outcome))
     return outcome
+
+
+def gather(methods: Sequence[str]) -> list[Outcome]:
+    """The recorded outcome of every method in ``methods`` that has been probed."""
+    outcomes = []
+    for method in methods:
+        path = RESULTS / method / "probe.json"
+        if path.is_file():
+            record = io.read_json(path)
+            for key in ("refused", "failed"):
+                record[key] = [tuple(job) for job in record[key]]
+            outcomes.append(Outcome(**record))
+    return outcomes
 
 
 def table(outcomes: Sequence[Outcome]) -> str:
@@ -155,14 +172,14 @@ def main(argv: Sequence[str]) -> int:
         raise UsageError(f"--time-limit: a positive number of seconds, got {args.time_limit:g}")
     if not Path("Snakefile").is_file():
         raise UsageError("run repro26 probe in the repository's root (no Snakefile here)")
-    outcomes = []
+    failed = False
     for method in args.methods or known:
         t0 = time.monotonic()
         outcome = run_method(method, args.cores, args.time_limit)
-        outcomes.append(outcome)
+        failed |= bool(outcome.failed)
         print(f"probe {method}: {outcome.done} of {outcome.planned} jobs, {outcome.status} "
               f"({time.monotonic() - t0:.0f} s)", file=sys.stderr)
-    text = table(outcomes)
+    text = table(gather(known))
     io.atomic_write_text(RESULTS / "probe.md", text)
     print(text)
-    return 1 if any(o.failed for o in outcomes) else 0
+    return 1 if failed else 0

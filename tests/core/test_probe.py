@@ -1,0 +1,60 @@
+"""The probe scale and `repro26 probe`: paper shapes with the probe's overrides, and the outcome
+of a Snakemake run read off its own output and its jobs' logs."""
+
+from repro26.core.config import resolve_section
+from repro26.core.probe import Outcome, parse_log, table
+
+SECTION = {
+    "common": {"steps": 10, "sizes": [1, 2]},
+    "smoke": {"seeds": [0, 1]},
+    "small": {"seeds": [0, 1, 2]},
+    "paper": {"seeds": [0, 1, 2, 3], "steps": 10000, "sizes": [100, 1000], "width": 512},
+    "probe": {"seeds": [0], "steps": 1, "sizes": [1000]},
+}
+
+
+def test_probe_is_paper_with_its_overrides():
+    assert resolve_section(SECTION, "probe", "m") == {
+        "steps": 1, "sizes": [1000], "seeds": [0], "width": 512}
+
+
+def test_a_stage_slice_of_the_probe_resolves_to_itself():
+    """A stage's config slice stores the merged probe values alone, under ``probe``."""
+    merged = resolve_section(SECTION, "probe", "m")
+    assert resolve_section({"probe": merged}, "probe", "m") == merged
+
+
+SNAKEMAKE_OUTPUT = """\
+Job stats:
+job              count
+-------------  -------
+m_data               1
+m_train              2
+total                3
+
+Error in rule m_train:
+    jobid: 2
+    log: {log_mem} (check log file(s) for error details)
+2 of 3 steps (67%) done
+Error in rule m_train:
+    jobid: 3
+    log: {log_err} (check log file(s) for error details)
+"""
+
+
+def test_the_outcome_is_read_off_snakemakes_output_and_the_job_logs(tmp_path):
+    log_mem, log_err = tmp_path / "mem.log", tmp_path / "err.log"
+    log_mem.write_text("compiling\nrepro26: error: train: one compiled chunk of 1 steps needs "
+                       "about 90.1 GB of memory; this machine has 20 GB available (lower it)\n")
+    log_err.write_text("Traceback (most recent call last):\n  ...\nValueError: shapes differ\n\n")
+    text = SNAKEMAKE_OUTPUT.format(log_mem=log_mem, log_err=log_err)
+    outcome = parse_log("m", text, root=tmp_path)
+    assert (outcome.planned, outcome.done) == (3, 2)
+    assert outcome.refused == [("m_train", "repro26: error: train: one compiled chunk of 1 steps "
+                                "needs about 90.1 GB of memory; this machine has 20 GB "
+                                "available (lower it)")]
+    assert outcome.failed == [("m_train", "ValueError: shapes differ")]
+    assert outcome.status == "fails"
+    report = table([outcome, Outcome("n", planned=4, done=4)])
+    assert "| m | 2 of 3 | fails |" in report and "| n | 4 of 4 | every job ran |" in report
+    assert "- m `m_train`: failed: ValueError: shapes differ" in report
