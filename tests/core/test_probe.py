@@ -56,5 +56,23 @@ def test_the_outcome_is_read_off_snakemakes_output_and_the_job_logs(tmp_path):
     assert outcome.failed == [("m_train", "ValueError: shapes differ")]
     assert outcome.status == "fails"
     report = table([outcome, Outcome("n", planned=4, done=4)])
-    assert "| m | 2 of 3 | fails |" in report and "| n | 4 of 4 | every job ran |" in report
+    assert "| m | 2 of 3 | fails | 0 | none |" in report and "| n | 4 of 4 | every job ran |" in report
     assert "- m `m_train`: failed: ValueError: shapes differ" in report
+
+
+def test_a_job_that_outgrows_the_probes_memory_limit_fails_on_its_allocation_and_is_refused(tmp_path):
+    """Under the probe's address-space limit a too-large allocation raises in the job (it does not
+    swap or take down its neighbours), and the parser files it under "needs a bigger machine"."""
+    import subprocess
+    import sys
+
+    from repro26.core.probe import _limit_address_space
+
+    log = tmp_path / "job.log"
+    with log.open("w") as out:
+        code = subprocess.call([sys.executable, "-c", "import numpy; numpy.ones(2**31)"],
+                               stdout=out, stderr=subprocess.STDOUT,
+                               preexec_fn=_limit_address_space(2**30))
+    assert code != 0
+    outcome = parse_log("m", f"Error in rule m_data:\n    log: {log}\n", root=tmp_path)
+    assert [rule for rule, _ in outcome.refused] == ["m_data"] and not outcome.failed

@@ -7,7 +7,10 @@ shapes compile, fit and step. The probe runs the pipeline method by method
 (``snakemake --keep-going --config scale=probe <method>``) and writes ``results/probe/probe.md``:
 for each method the jobs that ran, the jobs the memory pre-checks refused (they need a bigger
 machine: the line says how much), and the jobs that failed, each with its log's last line.
-Each method's outcome is kept in ``results/probe/<method>/probe.json``, so the table gathers every
+Every job runs under an address-space limit (``--memory-limit``, by default 80% of the memory
+available when the probe starts), so a stage without a pre-check that outgrows the machine fails
+on its own allocation (and is listed as needing a bigger machine) instead of swapping or taking
+down the processes beside it. Each method's outcome is kept in ``results/probe/<method>/probe.json``, so the table gathers every
 method probed so far, one run or several.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -24,12 +28,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repro26.core import io
+from repro26.core import io, memory
 from repro26.core.config import PROBE, UsageError
 from repro26.core.registry import implemented_methods
 
 RESULTS = Path("results") / PROBE
-_MEMORY = re.compile(r"needs about [\d.e+-]+ GB of memory")
+_MEMORY = re.compile(r"needs about [\d.e+-]+ GB of memory|MemoryError|RESOURCE_EXHAUSTED|"
+                     r"[Oo]ut of memory|std::bad_alloc|Cannot allocate memory")
 _ERROR = re.compile(r"^Error in rule (\S+):")
 _LOG = re.compile(r"^\s*log: (\S+)")
 _PROGRESS = re.compile(r"^(\d+) of (\d+) steps")
@@ -48,16 +53,17 @@ class Outcome:
     failed: list[tuple[str, str]] = field(default_factory=list)
     stopped: bool = False
     cpu_seconds: float = 0.0
+    memory_limit_gb: float | None = None  # each job's address-space cap (None: none)
 
     @property
     def status(self) -> str:
         if self.failed:
             return "fails"
-        if self.stopped:
-            return "stopped at the time limit"
         if self.refused:
             return "needs a bigger machine for some jobs"
-        return "every job ran" if self.planned and self.done == self.planned else "incomplete"
+        if self.planned and self.done == self.planned:
+            return "every job ran"
+        return "stopped at the time limit" if self.stopped else "incomplete"
 
 
 def _last_line(path: Path) -> str:
@@ -93,10 +99,27 @@ def parse_log(method: str, log_text: str, root: Path = Path(".")) -> Outcome:
     return outcome
 
 
-def run_method(method: str, cores: int, time_limit: float | None) -> Outcome:
-    """One method's pipeline at ``probe`` scale; its Snakemake output goes to
-    ``results/probe/<method>/snakemake.log``. At the time limit Snakemake gets SIGINT (it stops
-    its jobs and removes their partial outputs)."""
+def _default_limit() -> int | None:
+    """80% of the host memory available now; none on an accelerator, whose runtime reserves far
+    more address space than it uses (there the device's own memory check applies)."""
+    import jax
+
+    return int(0.8 * memory.available_bytes()) if jax.default_backend() == "cpu" else None
+
+
+def _limit_address_space(nbytes: int | None):
+    """``preexec_fn``: cap the address space of Snakemake and every job it starts."""
+    def apply() -> None:
+        if nbytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+    return apply
+
+
+def run_method(method: str, cores: int, time_limit: float | None,
+               memory_limit: int | None) -> Outcome:
+    """One method's pipeline at ``probe`` scale, each process capped at ``memory_limit`` bytes of
+    address space; its Snakemake output goes to ``results/probe/<method>/snakemake.log``. At the
+    time limit Snakemake gets SIGINT (it stops its jobs and removes their partial outputs)."""
     log_path = RESULTS / method / "snakemake.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--keep-going", "--config", f"scale={PROBE}",
@@ -104,7 +127,8 @@ def run_method(method: str, cores: int, time_limit: float | None) -> Outcome:
     stopped = False
     start = os.times()
     with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_limit_address_space(memory_limit))
         try:
             proc.wait(timeout=time_limit)
         except subprocess.TimeoutExpired:
@@ -118,6 +142,7 @@ def run_method(method: str, cores: int, time_limit: float | None) -> Outcome:
     end = os.times()
     outcome = parse_log(method, log_path.read_text(errors="replace"))
     outcome.stopped = stopped
+    outcome.memory_limit_gb = None if memory_limit is None else round(memory_limit / memory.GB, 1)
     outcome.cpu_seconds = (end.children_user - start.children_user
                            + end.children_system - start.children_system)
     io.write_json(RESULTS / method / "probe.json", dataclasses.asdict(outcome))
@@ -139,8 +164,9 @@ def gather(methods: Sequence[str]) -> list[Outcome]:
 
 def table(outcomes: Sequence[Outcome]) -> str:
     """``probe.md``: one row per method, then every refused or failed job with its reason."""
-    rows = ["| method | jobs run | status | CPU s |", "|---|---|---|---|"]
-    rows += [f"| {o.method} | {o.done} of {o.planned} | {o.status} | {o.cpu_seconds:.0f} |"
+    rows = ["| method | jobs run | status | CPU s | memory cap per job |", "|---|---|---|---|---|"]
+    rows += [f"| {o.method} | {o.done} of {o.planned} | {o.status} | {o.cpu_seconds:.0f} | "
+             f"{'none' if o.memory_limit_gb is None else f'{o.memory_limit_gb:g} GB'} |"
              for o in outcomes]
     notes = [f"- {o.method} `{rule}`: {kind}: {reason}"
              for o in outcomes
@@ -161,6 +187,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="stop each method's run after this many seconds")
+    parser.add_argument("--memory-limit", type=float, default=None, metavar="GB",
+                        help="address-space limit of each job (default: 80%% of the memory "
+                             "available now)")
     args = parser.parse_args(argv)
     known = implemented_methods()
     for method in args.methods:
@@ -170,12 +199,15 @@ def main(argv: Sequence[str]) -> int:
         raise UsageError(f"--cores: at least 1, got {args.cores}")
     if args.time_limit is not None and args.time_limit <= 0:
         raise UsageError(f"--time-limit: a positive number of seconds, got {args.time_limit:g}")
+    if args.memory_limit is not None and args.memory_limit <= 0:
+        raise UsageError(f"--memory-limit: a positive number of GB, got {args.memory_limit:g}")
+    limit = _default_limit() if args.memory_limit is None else int(args.memory_limit * memory.GB)
     if not Path("Snakefile").is_file():
         raise UsageError("run repro26 probe in the repository's root (no Snakefile here)")
     failed = False
     for method in args.methods or known:
         t0 = time.monotonic()
-        outcome = run_method(method, args.cores, args.time_limit)
+        outcome = run_method(method, args.cores, args.time_limit, limit)
         failed |= bool(outcome.failed)
         print(f"probe {method}: {outcome.done} of {outcome.planned} jobs, {outcome.status} "
               f"({time.monotonic() - t0:.0f} s)", file=sys.stderr)
