@@ -76,3 +76,10 @@ def test_a_job_that_outgrows_the_probes_memory_limit_fails_on_its_allocation_and
     assert code != 0
     outcome = parse_log("m", f"Error in rule m_data:\n    log: {log}\n", root=tmp_path)
     assert [rule for rule, _ in outcome.refused] == ["m_data"] and not outcome.failed
+
+
+def test_a_run_with_nothing_left_is_up_to_date_and_one_that_never_planned_fails():
+    assert parse_log("m", "Building DAG of jobs...\nNothing to be done (all requested files are "
+                          "present and up to date).\n").status == "every job had run before"
+    stopped = parse_log("m", "repro26: config error: m.steps: must be >= 1, got 0\n")
+    assert stopped.failed == [("snakemake", "repro26: config error: m.steps: must be >= 1, got 0")]

@@ -54,6 +54,7 @@ class Outcome:
     stopped: bool = False
     cpu_seconds: float = 0.0
     memory_limit_gb: float | None = None  # each job's address-space cap (None: none)
+    up_to_date: bool = False  # every job had run before
 
     @property
     def status(self) -> str:
@@ -61,6 +62,8 @@ class Outcome:
             return "fails"
         if self.refused:
             return "needs a bigger machine for some jobs"
+        if self.up_to_date:
+            return "every job had run before"
         if self.planned and self.done == self.planned:
             return "every job ran"
         return "stopped at the time limit" if self.stopped else "incomplete"
@@ -96,6 +99,12 @@ def parse_log(method: str, log_text: str, root: Path = Path(".")) -> Outcome:
             else:
                 outcome.failed.append((rule, _last_line(log_path)))
             rule = None
+    if not outcome.planned:
+        if "Nothing to be done" in log_text:
+            outcome.up_to_date = True
+        else:  # Snakemake stopped before planning: a config error, a lock
+            lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+            outcome.failed.append(("snakemake", lines[-1][:240] if lines else "(no output)"))
     return outcome
 
 
