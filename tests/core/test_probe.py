@@ -74,7 +74,7 @@ def test_a_job_that_outgrows_the_probes_memory_limit_fails_on_its_allocation_and
                                stdout=out, stderr=subprocess.STDOUT,
                                preexec_fn=_limit_address_space(2**30))
     assert code != 0
-    outcome = parse_log("m", f"Error in rule m_data:\n    log: {log}\n", root=tmp_path)
+    outcome = parse_log("m", f"total 1\nError in rule m_data:\n    log: {log}\n", root=tmp_path)
     assert [rule for rule, _ in outcome.refused] == ["m_data"] and not outcome.failed
 
 
