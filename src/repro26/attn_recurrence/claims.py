@@ -187,7 +187,10 @@ def scaling_claim(table, tol: float) -> Claim:
         "lower bound on P (x) I_{d_v}",
         "The bound's law follows from the Kronecker structure of P (x) I and the K singular "
         "values of a retrieval block (tests check both); the trained surrogate's required "
-        "state is the measured part. The random recurrence is the trivial row.",
+        "state is the measured part. Each MQAR pool draws its key ids among K (every id stored "
+        "once per sequence), so a recurrence that reads each token on its own can reach the "
+        "bound's state; with a wider id space its required state follows the id space, not K "
+        "(retrieval_wide in tight_on_retrieval). The random recurrence is the trivial row.",
         compared_with={"trivial": "random recurrence with least-squares readout, same state"},
         inconclusive_if=undecided,
         trivial={"diag": found["random"]},
