@@ -156,14 +156,19 @@ def test_scaling_claim_flips():
     assert claim_problems(never.to_json()) == [] and held.trivial_passes is False
 
 
-def _survey_table(fraction_small, heads=40, sources=("checkpoint0", "checkpoint1")):
+def _survey_table(fraction_small, heads=40, sources=("checkpoint0", "checkpoint1"),
+                  exact_bound=0.6):
+    """``exact_bound``: the exact retrieval head's relative bound at the probe state."""
+    common = {"seed": 0, "state": 8, "seq_len": 64, "held_accuracy": 0.5,
+              "chance_accuracy": 0.2}
     rows = []
     for i in range(heads):
         for weights in ("trained", "init"):
             small = i < fraction_small * heads or weights == "init"
-            rows.append({"source": sources[i % 2], "seed": 0, "weights": weights,
-                         "layer": i // 4, "head": i % 4, "state": 8, "seq_len": 64,
-                         "rel_bound_op": 0.01 if small else 0.5, "held_accuracy": 0.5})
+            rows.append({**common, "source": sources[i % 2], "weights": weights,
+                         "layer": i // 4, "head": i % 4, "rel_bound_op": 0.01 if small else 0.5})
+    rows.append({**common, "source": "mqar", "weights": "exact", "layer": 0, "head": 0,
+                 "rel_bound_op": exact_bound})
     return {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
 
 
@@ -171,6 +176,9 @@ def test_survey_claim_flips():
     assert claims.survey_claim(_survey_table(0.9), 8, 0.1).verdict == "held"
     assert claims.survey_claim(_survey_table(0.1), 8, 0.1).verdict == "not held"
     assert claims.survey_claim(_survey_table(0.5), 8, 0.1).verdict == "inconclusive"
+    # a probe at which even the exact retrieval head is small cannot see an obstruction
+    blind = claims.survey_claim(_survey_table(0.9, exact_bound=0.05), 8, 0.1)
+    assert blind.verdict == "inconclusive" and "exact retrieval" in blind.inconclusive_reason
     # without a pretrained checkpoint the abstract's survey is not measured: inconclusive,
     # whatever the small models trained here show (reported as small_models)
     small = claims.survey_claim(_survey_table(0.9, sources=("charlm", "mqar")), 8, 0.1)

@@ -242,3 +242,23 @@ def test_gpt2_loader_rejects_incomplete_weights_in_one_line():
         model.load_gpt2(w, n_head=3)
     with pytest.raises(ConfigError, match="n_head"):
         model.load_gpt2(tiny_gpt2_weights())
+
+
+def test_exact_mqar_retrieval_head_has_rank_k_blocks_and_a_large_bound_below_k():
+    """The survey's control: one-hot rows; each query row points at the pair token holding its
+    key; every split's block has rank <= K (bound 0 at state K), while below the number of
+    distinct queried keys the split after the pairs keeps a singular value >= 1."""
+    K, n_keys, T = 4, 6, 20
+    windows, _ = data.mqar_tokens(jax.random.PRNGKey(3), 8, T, K, n_keys)
+    ids = np.asarray(windows[:, :-1])
+    P = data.mqar_exact_attention(ids, K, n_keys)
+    assert np.all(P.sum(-1) == 1) and np.all(np.triu(P, 1) == 0)
+    for w, p in zip(ids, P):
+        for t in range(K, T - 1, 2):
+            s = int(np.argmax(p[t]))
+            assert s < K and (w[s] - 2 * n_keys) // n_keys == w[t]  # the pair with key w[t]
+            assert w[t + 1] == n_keys + (w[s] - 2 * n_keys) % n_keys  # whose value follows
+        spectrum = solvers.semiseparable_spectrum(jnp.asarray(p))
+        assert float(solvers.operator_bound(spectrum, K)) == pytest.approx(0.0, abs=1e-5)
+        distinct = len(set(w[K:T:2].tolist()))
+        assert float(solvers.operator_bound(spectrum, distinct - 1)) >= 1 - 1e-5

@@ -58,6 +58,7 @@ def tightness_claim(table, tol: float) -> Claim:
         random_ratio = req("random") / bound
         trivial[target] = {"fraction_of_seeds_tight": _fraction(random_ratio <= TIGHT_FACTOR)}
         per[target] = {
+            "decides": target in ("retrieval", "smooth", "clustered"),
             "required_state_bound": bound.tolist(),
             "required_state_trained_best": trained.tolist(),
             **{f"required_state_{m}": req(m).tolist()
@@ -100,7 +101,10 @@ def tightness_claim(table, tol: float) -> Claim:
         f"of the better trained surrogate <= {TIGHT_FACTOR} x the state at which the bound "
         f"max_t sigma_(N+1)(P[t:, :t]) falls to that level: on >= {SEED_MAJORITY[1]:.0%} of "
         f"seeds for retrieval and on <= {SEED_MAJORITY[0]:.0%} for smooth and clustered",
-        "Trivial rows in the same jobs: a random diagonal recurrence of the same state with "
+        "retrieval_wide (a finding, decides nothing): the same retrieval head with key ids "
+        "among vocab/2 instead of K; a token-local surrogate needs about one state channel per "
+        "possible key id, so its required state follows the id space while the bound's stays "
+        "at K. Trivial rows in the same jobs: a random diagonal recurrence of the same state with "
         "least-squares readout (required_state_random) and the running average "
         "(causal_mean, state 1; inf = never within tolerance); svd_sweep is the explicit "
         "truncated-SVD recurrence, which shows how far below the trained surrogates an "
@@ -183,7 +187,10 @@ def scaling_claim(table, tol: float) -> Claim:
         "lower bound on P (x) I_{d_v}",
         "The bound's law follows from the Kronecker structure of P (x) I and the K singular "
         "values of a retrieval block (tests check both); the trained surrogate's required "
-        "state is the measured part. The random recurrence is the trivial row.",
+        "state is the measured part. Each MQAR pool draws its key ids among K (every id stored "
+        "once per sequence), so a recurrence that reads each token on its own can reach the "
+        "bound's state; with a wider id space its required state follows the id space, not K "
+        "(retrieval_wide in tight_on_retrieval). The random recurrence is the trivial row.",
         compared_with={"trivial": "random recurrence with least-squares readout, same state"},
         inconclusive_if=undecided,
         trivial={"diag": found["random"]},
@@ -209,6 +216,7 @@ def survey_claim(table, probe: int, tol: float) -> Claim:
     transformers trained here are a finding. Without a checkpoint the claim is inconclusive."""
     sel = tables.select(table, weights="trained", state=probe)
     init = tables.select(table, weights="init", state=probe)
+    exact = tables.select(table, weights="exact", state=probe)
     sources = tables.unique(sel, "source")
     checkpoints = [s for s in sources if str(s).startswith("checkpoint")]
     is_checkpoint = np.isin(sel["source"], checkpoints)
@@ -220,15 +228,24 @@ def survey_claim(table, probe: int, tol: float) -> Claim:
             **_fraction_small(s, tol),
             "rel_bound_quartiles": np.quantile(np.asarray(s["rel_bound_op"], float),
                                                [0.25, 0.5, 0.75]).tolist(),
+            "rel_bound_max": float(np.max(np.asarray(s["rel_bound_op"], float))),
             "held_accuracy": float(np.mean(s["held_accuracy"])),
+            "held_accuracy_chance": float(np.mean(s["chance_accuracy"])),
         }
     small_models = _fraction_small(
         {"rel_bound_op": np.asarray(sel["rel_bound_op"], float)[~is_checkpoint]}, tol)
+    control = {**_fraction_small(exact, tol),
+               "rel_bound_mean": float(np.mean(exact["rel_bound_op"])) if exact["rel_bound_op"].size
+               else float("nan")}
     measured = {**_fraction_small(pretrained, tol), "checkpoints": checkpoints,
                 "by_source": by_source, "small_models": small_models, "probe_state": probe,
-                "tol": tol}
+                "tol": tol, "exact_retrieval_control": control}
 
     def undecided(m):
+        c = m["exact_retrieval_control"]
+        if c["heads"] and c["fraction_small"] > 0:
+            return (f"the exact retrieval head's bound at state {probe} is <= {tol} ||P||_2 on "
+                    "some windows: the probe cannot see a retrieval obstruction")
         if not m["checkpoints"]:
             return ("no pretrained 1B-8B checkpoint is reachable here (the GPT-2-layout loader is "
                     "tested on a tiny random config); the heads of the small transformers "
@@ -254,13 +271,17 @@ def survey_claim(table, probe: int, tol: float) -> Claim:
         f"fraction of pretrained-checkpoint heads whose bound at state {probe} is <= {tol} "
         f"||P||_2 (mean over held-out sequences) exceeds {MOST}",
         "small_models: heads of the transformers trained here (char LM on the KJV text, MQAR), "
-        "a finding.",
+        "a finding; by_source gives each one's held-out accuracy beside chance. "
+        "exact_retrieval_control: the exact retrieval head (each query's weight on the value "
+        "of its key) on the MQAR held-out windows; with the probe state below the number of "
+        "stored pairs its bound is large, so a survey of retrieval heads could fail.",
         compared_with={"trivial": "the same architectures' heads at random initialisation"},
         inconclusive_if=undecided,
         trivial=_fraction_small(init, tol),
         trivial_note="heads at random initialisation (near rank 1: their bound is small)",
-        ideal_note="no ideal row built yet: the bound of an exact retrieval head at the probe "
-                   "state (issue 48) is not computed by this stage",
+        ideal_note="no ideal pretrained head exists; the control that shows the probe can "
+                   "fail is the exact retrieval head (exact_retrieval_control, fraction_small "
+                   "must be 0, or the claim is inconclusive)",
         min_detectable_effect=mde,
         effect=effect,
     )

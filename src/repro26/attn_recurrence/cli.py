@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Annotated
 
 from repro26.core import io, memory
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, Count, NonNegativeInt, Positive, UsageError
+from repro26.core.config import Bounds, ConfigError, Count, Positive, UsageError
 from repro26.core.method import stage
+
+#: a tolerance relative to ||P||_2: 0 is unreachable, and at 1 every bound passes (the bound
+#: never exceeds ||P||_2), so both ends are meaningless
+RelativeTol = Annotated[float, Bounds(0, 1, low_open=True, high_open=True)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +33,7 @@ class Config:
     test_sequences: Count
     states: tuple[Count, ...]
     retrieval_pairs: Count
+    retrieval_keys: Count  # key-id space of the `retrieval` target (K: each id stored once)
     retrieval_sharpness: Positive
     smooth_width: Positive
     clusters: Count
@@ -41,7 +47,7 @@ class Config:
     scaling_value_dims: tuple[Count, ...]
     scaling_states: tuple[Count, ...]
     scaling_seq_len: Count
-    state_tol: Positive  # required state: smallest with ||P - M||_2 <= state_tol ||P||_2
+    state_tol: RelativeTol  # required state: smallest with ||P - M||_2 <= state_tol ||P||_2
     # head survey: GPT-2-shaped transformers trained here
     survey_models: tuple[str, ...]
     lm_seeds: tuple[int, ...]
@@ -58,12 +64,12 @@ class Config:
     survey_sequences: Count
     survey_states: tuple[Count, ...]
     survey_probe_state: Count  # a head's obstruction is small when its bound at this state
-    survey_tol: Positive  # is <= survey_tol ||P||_2
+    survey_tol: RelativeTol  # is <= survey_tol ||P||_2
     exact_svd_max_len: Count
     split_stride: Count
     # GPT-2-layout weight files (.npz, Hugging Face names) surveyed as well (paper scale)
     checkpoints: tuple[str, ...] = ()
-    checkpoint_heads: tuple[NonNegativeInt, ...] = ()
+    checkpoint_heads: tuple[Count, ...] = ()  # n_head of each checkpoint
     checkpoint_seq_len: Count = 1024
 
 
@@ -86,6 +92,9 @@ def check(cfg: Config) -> None:
         raise ConfigError("attn_recurrence.states: trained surrogates need state >= 1")
     if 2 * cfg.retrieval_pairs >= cfg.seq_len or cfg.retrieval_pairs > cfg.vocab // 2:
         raise ConfigError("attn_recurrence.retrieval_pairs: need 2 K < seq_len and K <= vocab/2")
+    if not cfg.retrieval_pairs <= cfg.retrieval_keys <= cfg.vocab // 2:
+        raise ConfigError("attn_recurrence.retrieval_keys: need retrieval_pairs <= "
+                          "retrieval_keys <= vocab/2")
     if 2 * max(cfg.scaling_pairs) >= cfg.scaling_seq_len or max(cfg.scaling_pairs) > cfg.vocab // 2:
         raise ConfigError("attn_recurrence.scaling_pairs: need 2 K < scaling_seq_len and "
                           "K <= vocab/2")
@@ -95,6 +104,9 @@ def check(cfg: Config) -> None:
         raise ConfigError("attn_recurrence.lm_heads: must divide lm_d_model")
     if cfg.survey_probe_state not in cfg.survey_states:
         raise ConfigError("attn_recurrence.survey_probe_state: must be one of survey_states")
+    if "mqar" in cfg.survey_models and cfg.survey_probe_state >= cfg.mqar_pairs:
+        raise ConfigError("attn_recurrence.survey_probe_state: must lie below mqar_pairs (an "
+                          "exact retrieval head of K pairs passes at state K by construction)")
     if len(cfg.checkpoint_heads) != len(cfg.checkpoints):
         raise ConfigError("attn_recurrence.checkpoint_heads: one n_head per checkpoint")
 
@@ -204,10 +216,11 @@ def lm_stage(run: Run) -> None:
 @stage({"model": ("charlm", "mqar")}, seed=True)
 def survey_stage(run: Run) -> None:
     """Every head of one trained transformer (loaded through the GPT-2 loader) and of its
-    initialisation: semiseparable bounds relative to ||P|| for each surveyed state."""
+    initialisation, and for MQAR the exact retrieval head on the same windows: semiseparable
+    bounds relative to ||P|| for each surveyed state."""
     import jax
 
-    from repro26.attn_recurrence import evaluate, model
+    from repro26.attn_recurrence import data, evaluate, model
 
     cfg = run.cfg
     folder = run.input("trained.npz").parent
@@ -218,8 +231,14 @@ def survey_stage(run: Run) -> None:
         net = model.load_gpt2(folder / f"{weights}.npz")
         rows += evaluate.survey_rows(net, ids, cfg.survey_states, run.variant["model"], run.seed,
                                      weights, cfg, jax.random.PRNGKey(run.seed))
+    if run.variant["model"] == "mqar":
+        # the control that must fail: the exact retrieval head on the same held-out windows
+        exact = data.mqar_exact_attention(ids, cfg.mqar_pairs, cfg.mqar_keys)[:, None, None]
+        rows += evaluate.map_rows(exact, cfg.survey_states, "mqar", run.seed, "exact", cfg,
+                                  jax.random.PRNGKey(run.seed))
     for row in rows:
-        row |= {"held_loss": info["held_loss"], "held_accuracy": info["held_accuracy"]}
+        row |= {"held_loss": info["held_loss"], "held_accuracy": info["held_accuracy"],
+                "chance_accuracy": info["chance_accuracy"]}
     io.write_table(run.out, rows, run.meta())
 
 
@@ -243,7 +262,8 @@ def checkpoint_stage(run: Run) -> None:
     rows = evaluate.survey_rows(net, ids, cfg.survey_states, f"checkpoint{i}", 0, "trained",
                                 cfg, jax.random.PRNGKey(i))
     for row in rows:
-        row |= {"held_loss": float("nan"), "held_accuracy": float("nan")}
+        row |= {"held_loss": float("nan"), "held_accuracy": float("nan"),
+                "chance_accuracy": float("nan")}
     io.write_table(run.out, rows, run.meta())
 
 

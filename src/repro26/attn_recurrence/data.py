@@ -7,9 +7,14 @@ from the tokens at ``t`` and ``s`` (``s <= t``). Every sequence comes with the f
 and sinusoidal position features.
 
 * ``retrieval`` (multi-query associative recall, MQAR): ``K`` key-value pairs
-  ``k_1 v_1 ... k_K v_K`` (distinct key ids among ``n_keys``), then ``T - 2K`` queries, each a
-  key drawn from the sequence's ``K``. A query row puts logit ``beta`` on the position of its
-  matching key and 0 on every other past position; other rows put ``beta`` on themselves.
+  ``k_1 v_1 ... k_K v_K`` (distinct key ids among ``retrieval_keys``), then ``T - 2K`` queries,
+  each a key drawn from the sequence's ``K``. A query row puts logit ``beta`` on the position of
+  its matching key and 0 on every other past position; other rows put ``beta`` on themselves.
+  With ``retrieval_keys = K`` every sequence holds each key id once, and a token-local
+  recurrence can give every key id its own state channel: the bound's state K is reachable.
+* ``retrieval_wide``: the same head with key ids among ``vocab // 2``; a recurrence that reads
+  each token on its own needs a channel per possible key id, not per stored pair (a finding:
+  the id-space dependence of the trained side, which the bound does not see).
 * ``smooth`` (local, decaying attention): ``-((t - s) / w)^2 + c <e_{x_t}, e_{x_s}>`` with a
   random embedding table ``e`` (content modulation ``c``).
 * ``clustered``: token ids fall in ``C`` clusters (``id mod C``); logit ``beta`` on every past
@@ -31,7 +36,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from repro26.core import corpora
 from repro26.core.config import ConfigError
 
-TARGETS = ("retrieval", "smooth", "clustered")
+TARGETS = ("retrieval", "smooth", "clustered", "retrieval_wide")
 ROLES = 4  # key, value, query, other
 POSITION_FEATURES = 8
 #: character alphabet of the text corpus; other symbols are dropped
@@ -112,9 +117,10 @@ def target_pool(key: PRNGKeyArray, target: str, n: int, T: int, cfg) -> tuple[
     vocab = cfg.vocab
     k_seq, k_embed = jax.random.split(key)
     keys = jax.random.split(k_seq, n)
-    if target == "retrieval":
+    if target in ("retrieval", "retrieval_wide"):
+        n_keys = cfg.retrieval_keys if target == "retrieval" else vocab // 2
         ids, roles, match = jax.vmap(
-            lambda k: retrieval_sequence(k, T, cfg.retrieval_pairs, vocab // 2, vocab - vocab // 2)
+            lambda k: retrieval_sequence(k, T, cfg.retrieval_pairs, n_keys, vocab - vocab // 2)
         )(keys)
         P = jax.vmap(lambda m: retrieval_attention(m, cfg.retrieval_sharpness))(match)
     elif target == "smooth":
@@ -136,11 +142,13 @@ def target_pool(key: PRNGKeyArray, target: str, n: int, T: int, cfg) -> tuple[
 @functools.partial(jax.jit, static_argnames=("n", "pairs", "T", "cfg"))
 def mqar_pool(key: PRNGKeyArray, n: int, pairs: int, T: int, cfg) -> tuple[
         Float[Array, "n T F"], Float[Array, "n T T"]]:
-    """The retrieval target with ``pairs`` = K key-value pairs (the state-scaling sweep)."""
+    """The retrieval target with ``pairs`` = K key-value pairs (the state-scaling sweep); key
+    ids among K (each sequence holds every key id once), so a token-local recurrence can reach
+    the bound's state."""
     keys = jax.random.split(key, n)
     vocab = cfg.vocab
     ids, roles, match = jax.vmap(
-        lambda k: retrieval_sequence(k, T, pairs, vocab // 2, vocab - vocab // 2))(keys)
+        lambda k: retrieval_sequence(k, T, pairs, pairs, vocab - vocab // 2))(keys)
     P = jax.vmap(lambda m: retrieval_attention(m, cfg.retrieval_sharpness))(match)
     X = jax.vmap(lambda i, r: features(i, r, vocab))(ids, roles)
     return X, P
@@ -174,22 +182,50 @@ def text_windows(stream: np.ndarray, T: int, n: int, offset: int = 0) -> np.ndar
     return stream[offset:need].reshape(n, T + 1)
 
 
+def mqar_vocab(n_keys: int) -> int:
+    """Token ids of :func:`mqar_tokens`: keys ``[0, n)``, values ``[n, 2n)``, and a pair token
+    ``2n + n k + v`` for each (key, value)."""
+    return 2 * n_keys + n_keys * n_keys
+
+
 def mqar_tokens(key: PRNGKeyArray, n: int, T: int, pairs: int, n_keys: int
                 ) -> tuple[Int[Array, "n T1"], Float[Array, "n T"]]:
-    """MQAR language-model data: ``T + 1`` tokens ``k_1 v_1 ... k_K v_K q_1 a_1 q_2 a_2 ...``
-    (answers ``a_i`` are the queried keys' values) and the loss mask (1 on answer targets)."""
+    """MQAR language-model data: ``T + 1`` tokens ``p_1 ... p_K q_1 a_1 q_2 a_2 ...`` where
+    ``p_j`` is one token for the pair (key ``k_j``, value ``v_j``) (distinct keys among
+    ``n_keys``, values among ``n_keys``), ``q_i`` a stored key and ``a_i`` its value; the loss
+    mask is 1 on answer targets. One token per pair, so a single attention head can retrieve
+    (query -> the pair holding its key); the separate ``k v`` layout needs an induction circuit
+    that a small transformer does not form within this budget."""
 
     def one(k):
-        k_seq, k_q = jax.random.split(k)
-        ids, _, _ = retrieval_sequence(k_seq, 2 * pairs + 1, pairs, n_keys, n_keys)
-        keys, vals = ids[: 2 * pairs: 2], ids[1: 2 * pairs: 2]
-        n_q = (T + 1 - 2 * pairs) // 2
+        k_keys, k_vals, k_q = jax.random.split(k, 3)
+        keys = jax.random.choice(k_keys, n_keys, (pairs,), replace=False)
+        vals = jax.random.randint(k_vals, (pairs,), 0, n_keys)
+        n_q = (T + 1 - pairs) // 2
         asked = jax.random.randint(k_q, (n_q,), 0, pairs)
-        qa = jnp.stack([keys[asked], vals[asked]], 1).reshape(-1)
-        seq = jnp.concatenate([ids[: 2 * pairs], qa])
+        qa = jnp.stack([keys[asked], n_keys + vals[asked]], 1).reshape(-1)
+        seq = jnp.concatenate([2 * n_keys + n_keys * keys + vals, qa])
         seq = jnp.pad(seq, (0, T + 1 - seq.shape[0]))
-        target_is_answer = jnp.concatenate([jnp.zeros(2 * pairs), jnp.tile(jnp.asarray([0.0, 1.0]), n_q)])
+        target_is_answer = jnp.concatenate([jnp.zeros(pairs), jnp.tile(jnp.asarray([0.0, 1.0]), n_q)])
         mask = jnp.pad(target_is_answer, (0, T + 1 - target_is_answer.shape[0]))[1:]
         return seq.astype(jnp.int32), mask
 
     return jax.vmap(one)(jax.random.split(key, n))
+
+
+def mqar_exact_attention(ids: np.ndarray, pairs: int, n_keys: int) -> np.ndarray:
+    """The exact retrieval head on MQAR windows ``ids (n, T)`` (the inputs of
+    :func:`mqar_tokens`): a query row (position ``K + 2i``) puts all its weight on the pair
+    token holding its key; every other row on itself. One-hot rows: the limit
+    ``beta -> inf`` of a softmax retrieval head."""
+    ids = np.asarray(ids)
+    n, T = ids.shape
+    match = np.tile(np.arange(T), (n, 1))
+    stored = (ids[:, :pairs] - 2 * n_keys) // n_keys  # key of each pair token
+    n_q = (T + 1 - pairs) // 2  # as in mqar_tokens; later positions are padding
+    for t in range(pairs, min(T, pairs + 2 * n_q), 2):
+        hit = stored == ids[:, t: t + 1]
+        match[:, t] = np.where(hit.any(1), np.argmax(hit, axis=1), t)
+    P = np.zeros((n, T, T), np.float32)
+    P[np.arange(n)[:, None], np.arange(T)[None, :], match] = 1.0
+    return P

@@ -134,6 +134,12 @@ def survey_rows(model, ids, states, source: str, seed: int, weights: str, cfg, k
     """Rows of ``survey.csv``: per layer, head and state, the bounds relative to ``||P||``
     averaged over the evaluation sequences ``ids``."""
     maps = np.asarray(jax.vmap(model.attention_maps)(jnp.asarray(ids)))  # (n, L, H, T, T)
+    return map_rows(maps, states, source, seed, weights, cfg, key)
+
+
+def map_rows(maps, states, source: str, seed: int, weights: str, cfg, key):
+    """:func:`survey_rows` from attention maps ``(n, L, H, T, T)`` (a model's, or a constructed
+    head's with ``L = H = 1``)."""
     n, L, H, T, _ = maps.shape
     exact = T <= cfg.exact_svd_max_len
     rank = None if exact else int(max(states)) + 1

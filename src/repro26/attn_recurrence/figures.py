@@ -112,9 +112,11 @@ def head_survey(run):
     """Experiment 3: the rank obstruction of every attention head of the GPT-2-shaped
     transformers trained here (char LM on the King James Bible, MQAR), read back through the
     GPT-2 weight loader. Left: lower bound max_t σ_{N+1}(P[t:, :t]) / ||P||₂ (mean over held-out
-    sequences) vs state N, one line per head (grey: the same heads at initialisation). Right:
-    distribution of that bound at the probe state; dotted: the 'small' threshold. Values below
-    1e-4 are drawn at 1e-4."""
+    sequences) vs state N, one line per head (grey: the same heads at initialisation; black
+    dashed: the exact retrieval head on the MQAR held-out windows, the control a retrieval head
+    would look like). Right: distribution of that bound at the probe state (below the number of
+    stored pairs); dotted: the 'small' threshold; dashed: the exact retrieval head. Values
+    below 1e-4 are drawn at 1e-4."""
     table = tables.read(run.input("survey.csv"))
     cfg = run.cfg
     fig, axes = plotting.subplots(1, 2, width=3.9, height=3.2)
@@ -131,9 +133,17 @@ def head_survey(run):
                 ax.plot(head["state"][order], np.maximum(head["rel_bound_op"][order], floor),
                         color="0.75" if weights == "init" else colors[source],
                         lw=0.6 if weights == "init" else 0.9, alpha=0.8)
+    exact = tables.select(table, weights="exact")
+    for seed in sorted(set(exact["seed"].tolist())):
+        head = tables.select(exact, seed=seed)
+        order = np.argsort(head["state"])
+        ax.plot(head["state"][order], np.maximum(head["rel_bound_op"][order], floor),
+                color="k", ls="--", lw=1.2)
     for source in sources:
         ax.plot([], [], color=colors[source], label=f"{source} (trained)")
     ax.plot([], [], color="0.75", label="at initialisation")
+    if exact["seed"].size:
+        ax.plot([], [], color="k", ls="--", label="exact retrieval head (MQAR)")
     ax.axhline(cfg.survey_tol, color="k", ls=":", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -151,6 +161,9 @@ def head_survey(run):
     ax.hist(np.maximum(np.asarray(sel["rel_bound_op"], float), floor), bins=bins,
             histtype="step", color="0.4", label="at initialisation")
     ax.axvline(cfg.survey_tol, color="k", ls=":", lw=1)
+    exact = tables.select(exact, state=cfg.survey_probe_state)
+    for value in np.asarray(exact["rel_bound_op"], float):
+        ax.axvline(max(value, floor), color="k", ls="--", lw=1.2)
     ax.set_xscale("log")
     ax.set_xlabel(f"bound / ||P||₂ at state {cfg.survey_probe_state}")
     ax.set_ylabel("heads")

@@ -87,8 +87,22 @@ def lm_data(kind: str, cfg, seed: int):
         n_keys = cfg.mqar_keys
         train = data.mqar_tokens(k_train, cfg.lm_train_windows, T, cfg.mqar_pairs, n_keys)
         held = data.mqar_tokens(k_held, cfg.survey_sequences, T, cfg.mqar_pairs, n_keys)
-        return train, held, 2 * n_keys
+        return train, held, data.mqar_vocab(n_keys)
     raise ValueError(kind)
+
+
+def chance_accuracy(kind: str, cfg, held) -> float:
+    """The accuracy of the best context-blind guess on the held-out targets: the most frequent
+    character (charlm); for MQAR, a uniform guess among the values of the window's stored pairs
+    (a model that knows which values are stored but not which key holds which)."""
+    windows, mask = (np.asarray(a) for a in held)
+    targets, mask = windows[:, 1:], mask > 0
+    if kind == "charlm":
+        return float(np.bincount(targets[mask]).max() / mask.sum())
+    n_keys, K = cfg.mqar_keys, cfg.mqar_pairs
+    stored = n_keys + (windows[:, :K] - 2 * n_keys) % n_keys  # value ids of the pairs
+    hits = (stored[:, None, :] == targets[:, :, None]).mean(-1)  # P(guess = target)
+    return float(hits[mask].mean())
 
 
 def train_lm(kind: str, cfg, seed: int, progress: bool = False):
@@ -98,7 +112,8 @@ def train_lm(kind: str, cfg, seed: int, progress: bool = False):
     key = jax.random.PRNGKey(seed)
     params = init_gpt2(key, vocab, cfg.lm_seq_len, cfg.lm_d_model, cfg.lm_layers)
     model0 = GPT2(params, cfg.lm_heads)
-    optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(cfg.lm_lr, weight_decay=0.01))
+    optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(
+        optax.cosine_decay_schedule(cfg.lm_lr, cfg.lm_steps, alpha=0.1), weight_decay=0.01))
     step = _cached(optax_step(functools.partial(losses.lm_loss, batch=cfg.lm_batch), optimizer),
                    "lm", kind, cfg.lm_batch, cfg.lm_lr)
     state, history = run_loop(step, init_train_state(model0, optimizer), train,
@@ -111,6 +126,7 @@ def train_lm(kind: str, cfg, seed: int, progress: bool = False):
         "held_loss": float(losses.lm_loss(model, held, jax.random.PRNGKey(0),
                                           batch=held[0].shape[0])[0]),
         "held_accuracy": float(losses.answer_accuracy(model, *held)),
+        "chance_accuracy": chance_accuracy(kind, cfg, held),
         "init_held_loss": float(losses.lm_loss(model0, held, jax.random.PRNGKey(0),
                                                batch=held[0].shape[0])[0]),
     }
