@@ -229,9 +229,15 @@ def synthetic_claims(table: dict, curves: dict) -> list[Claim]:
     }
     steps_s = [str(n) for n in steps]
 
+    # the diversity condition is read above the sampler too: H(q_N) against the entropy of the
+    # same sampler on the exact rates (at few steps tau-leaping on the true reverse process is
+    # itself too diverse, which no parameterisation can remove)
+    own_floor_h = dict(zip(all_steps, floor(table, "uniform", OWN["neural_ctmc"],
+                                            "entropy").tolist()))
+
     def entropy_ok(d):
-        return all(abs(np.mean(d["ours"]["entropy"][n]) - h_p) <= ENTROPY_TOLERANCE * h_p
-                   for n in d["steps"])
+        return all(abs(np.mean(d["ours"]["entropy"][n]) - own_floor_h[int(n)])
+                   <= ENTROPY_TOLERANCE * h_p for n in d["steps"])
 
     pred1, inc1, mde1, eff1 = judged("excess", entropy_ok)
     c1 = Claim.check(
@@ -245,12 +251,13 @@ def synthetic_claims(table: dict, curves: dict) -> list[Claim]:
          "differences_vs_neural_ctmc": comparisons(
              {"steps": steps_s, "ours": ours, "baselines": {b: own[b] for b in BASELINES}},
              "excess"),
+         "entropy_own_sampler_floor": {str(n): own_floor_h[n] for n in steps},
          **findings},
         pred1,
         f"at every N in {CLAIM_STEPS[0]}-{CLAIM_STEPS[1]}: Neural CTMC's excess KL(q_N||p) above "
         f"its own sampler's exact-rate floor is below GIDD's and MDLM's (each above its own "
         f"sampler's floor) beyond the 95% Welch interval, and H(q_N) is within "
-        f"{ENTROPY_TOLERANCE:.0%} of H(p); GIDD and MDLM count where their KL beats the "
+        f"{ENTROPY_TOLERANCE:.0%} of H(p) of its sampler's exact-rate floor's entropy; GIDD and MDLM count where their KL beats the "
         f"independent-positions law",
         note=("exact-rate floors of the own samplers at N=" + str(steps[0]) + ": "
               + ", ".join(f"{m} {floors_own[m][str(steps[0])]:.4f}" for m in METHODS)
