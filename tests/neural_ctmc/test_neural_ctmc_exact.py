@@ -74,7 +74,8 @@ def _random_denoiser(method, key):
 
 
 @pytest.mark.parametrize("method,sampler", [("neural_ctmc", "tau"), ("gidd", "ancestral"),
-                                            ("sedd", "euler"), ("mdlm", "ancestral")])
+                                            ("sedd", "euler"), ("mdlm", "ancestral"),
+                                            ("neural_ctmc", "jump")])
 def test_exact_law_matches_monte_carlo_of_the_same_sampler(method, sampler):
     """The propagated law q_N of a random network equals the empirical law of
     ``solvers.sample`` (an independent implementation of the same sampler), N = 3."""
@@ -88,6 +89,45 @@ def test_exact_law_matches_monte_carlo_of_the_same_sampler(method, sampler):
     tolerance = 4.5 * np.sqrt(q * (1 - q) / n) + 1e-3
     assert np.all(np.abs(freq - q) <= tolerance), (freq, q)
     assert q.max() < 0.9  # a non-degenerate law
+
+
+def test_first_jump_law_matches_brute_force_kernel():
+    """The ``jump`` sampler's propagated law (V = 3, L = 2, random rates, N = 3) equals the
+    product of explicit 9 x 9 kernels built entry by entry: stay with ``exp(-Lambda dt)``,
+    else move to a one-position neighbour with ``(1 - exp(-Lambda dt)) lambda_l / Lambda
+    J_l(y)``; every kernel row sums to 1."""
+    vocab, length, n = 3, 2, 3
+    seqs = np.asarray(E.all_sequences(vocab, length))
+    rng = np.random.default_rng(3)
+    draws = {t: (rng.gamma(1.0, 2.0, (9, length)), rng.dirichlet(np.ones(vocab), (9, length)))
+             for t, _ in E.grid(n)}
+
+    def outputs(t):
+        lam, j = draws[t]
+        own = np.eye(vocab)[seqs].astype(bool)
+        j = np.where(own, 0.0, j)
+        j = j / j.sum(-1, keepdims=True)
+        return {"lam": jnp.asarray(lam, jnp.float32),
+                "log_j": jnp.asarray(np.log(np.maximum(j, 1e-30)), jnp.float32)}
+
+    q = np.full(9, 1.0 / 9)
+    for t, s in E.grid(n):
+        lam, log_j = (np.asarray(v, np.float64) for v in outputs(t).values())
+        kernel = np.zeros((9, 9))
+        for a, xa in enumerate(seqs):
+            total = lam[a].sum()
+            kernel[a, a] = np.exp(-total * (t - s))
+            for b, xb in enumerate(seqs):
+                diff = np.flatnonzero(xa != xb)
+                if len(diff) == 1:
+                    pos = diff[0]
+                    kernel[a, b] = ((1 - np.exp(-total * (t - s))) * lam[a, pos] / total
+                                    * np.exp(log_j[a, pos, xb[pos]]))
+        np.testing.assert_allclose(kernel.sum(1), 1.0, atol=1e-6)
+        q = q @ kernel
+    law = np.asarray(E.output_law("neural_ctmc", "jump", outputs, vocab, length, n, EPS))
+    np.testing.assert_allclose(law, q, atol=1e-6)
+    assert q.max() < 0.9
 
 
 # ----------------------------------------------------------------------------- claims

@@ -18,6 +18,12 @@ without sampling noise by contracting ``q_k`` with the per-position factors over
   ``a = alpha_t / alpha_s``;
 * ``ancestral`` (MDLM): a mask is revealed with probability ``(t - s)/t`` to ``y ~ x_hat``.
 
+The ``jump`` sampler (Neural CTMC's decomposition at the sequence level) is not a product over
+positions: the sequence jumps once with probability ``1 - exp(-Lambda (t - s))``,
+``Lambda = sum_l lambda_l``, at position ``l`` with probability ``lambda_l / Lambda``, to
+``y ~ J_l``; its kernel moves mass only to the ``L (V - 1)`` one-position neighbours
+(:func:`propagate_jump`).
+
 *Exact-rate floors.* The same samplers run on the exact quantities of ``p`` instead of a
 network: the marginal reverse rates ``R(x -> x^{l<-y}) = (beta_t / V) p_t(x^{l<-y}) / p_t(x)``
 (``p_t`` = ``p`` noised independently per position) and the exact clean-data posteriors
@@ -42,7 +48,8 @@ from repro26.neural_ctmc import losses
 
 #: floors: (sampler label, noise) for every sampler kind
 FLOORS: tuple[tuple[str, str], ...] = (("tau", "uniform"), ("euler", "uniform"),
-                                       ("ancestral", "uniform"), ("ancestral", "mask"))
+                                       ("jump", "uniform"), ("ancestral", "uniform"),
+                                       ("ancestral", "mask"))
 
 
 # ----------------------------------------------------------------------------- the language
@@ -163,6 +170,26 @@ def propagate_sparse(q: Float[Array, " S"], factors: Float[Array, "S L W"], src:
     return jax.ops.segment_sum(vals, dst, num_segments=n_states)
 
 
+@jax.jit
+def propagate_jump(q: Float[Array, " S"], x: Int[Array, "S L"], lam: Float[Array, "S L"],
+                   log_j: Float[Array, "S L V"], dt) -> Float[Array, " S"]:
+    """One step of the ``jump`` sampler on all ``V^L`` sequences ``x`` (base-``V`` order):
+    ``q'(y) = q(y) e^{-Lambda(y) dt} + sum_{x, l: y = x^{l<-v}} q(x) (1 - e^{-Lambda(x) dt})
+    (lambda_l(x) / Lambda(x)) J_l(v | x)``."""
+    n_states, length = x.shape
+    vocab = log_j.shape[-1]
+    total = lam.sum(-1)
+    p_move = -jnp.expm1(-total * dt)
+    own = jax.nn.one_hot(x, vocab, dtype=bool)
+    move = (q * p_move / jnp.maximum(total, 1e-30))[:, None, None] * lam[..., None] \
+        * jnp.where(own, 0.0, jnp.exp(log_j))
+    powers = vocab ** jnp.arange(length - 1, -1, -1)
+    nb = (jnp.arange(n_states)[:, None, None]
+          + (jnp.arange(vocab)[None, None, :] - x[:, :, None]) * powers[None, :, None])
+    return q * (1.0 - p_move) + jax.ops.segment_sum(move.reshape(-1), nb.reshape(-1),
+                                                    num_segments=n_states)
+
+
 def grid(n_steps: int) -> list[tuple[float, float]]:
     """``(t, s)`` of the ``N`` steps on ``t_k = 1 - k/N``."""
     return [(1.0 - k / n_steps, max(1.0 - (k + 1) / n_steps, 0.0)) for k in range(n_steps)]
@@ -180,6 +207,10 @@ def output_law(method: str, sampler: str, outputs, vocab: int, length: int, n_st
     else:
         q = jnp.full(x.shape[0], 1.0 / x.shape[0])
     for t, s in grid(n_steps):
+        if sampler == "jump":
+            out = outputs(t)
+            q = propagate_jump(q, x, out["lam"], out["log_j"], t - s)
+            continue
         factors = step_factors(method, sampler, x, t, s, eps, **outputs(t))
         if method == "mdlm":
             q = propagate_sparse(q, factors, *mask_transitions(vocab, length))

@@ -122,7 +122,8 @@ def synthetic_kl_vs_steps(run):
     sampler (Neural CTMC, SEDD: tau-leaping; GIDD: ancestral plug-in posterior; MDLM: ancestral
     unmasking). Left: KL(q_N || p) in nats per sequence against the number of sampling steps N
     (solid; geometric mean and t-interval of log KL over seeds) and the exact-rate floor of the
-    same sampler (dashed: the sampler run on the true reverse rates / posteriors of p); grey
+    same sampler (dashed: the sampler run on the true reverse rates / posteriors of p; grey
+    dashed: the floor of the sequence-level first-jump sampler, one jump per step); grey
     dash-dotted: the trivial independent-positions law. Middle: the claims' quantity, what each
     parameterisation loses above its own sampler's floor (KL - floor, mean and 95% CI over
     seeds), on the abstract's range 16-128 steps (shaded) and fewer; dotted: GIDD and SEDD read
@@ -147,6 +148,9 @@ def synthetic_kl_vs_steps(run):
         xs, ent = metric_by_seed(table, None, method, sampler, "entropy")
         plotting.line_with_ci(axes[0, 2], xs, ent, label=label, color=color, marker="o",
                               markersize=3)
+    xs_f = metric_by_seed(table, None, "exact_uniform", "jump", "kl_qp")[0]
+    axes[0, 0].plot(xs_f, floor(table, "uniform", "jump"), color="0.5", linestyle="--",
+                    linewidth=0.9, label="floor [uniform, jump]")
     axes[0, 0].axhline(_synthetic_value(table, "independent", "kl_qp"), color="0.4",
                        linestyle="-.", label="independent positions")
     axes[0, 0].set_yscale("log")
