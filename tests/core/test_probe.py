@@ -83,3 +83,18 @@ def test_a_run_with_nothing_left_is_up_to_date_and_one_that_never_planned_fails(
                           "present and up to date).\n").status == "every job had run before"
     stopped = parse_log("m", "repro26: config error: m.steps: must be >= 1, got 0\n")
     assert stopped.failed == [("snakemake", "repro26: config error: m.steps: must be >= 1, got 0")]
+
+
+def test_the_memory_pre_check_sees_the_address_space_limit():
+    """Under the probe's cap, ``memory.available_bytes`` is at most what the cap leaves, so a
+    stage's pre-check says "needs about N GB" instead of failing on the allocation."""
+    import subprocess
+    import sys
+
+    from repro26.core.probe import _limit_address_space
+
+    code = ("from repro26.core import memory; import jax; "
+            "print(memory.available_bytes() / memory.GB)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         preexec_fn=_limit_address_space(6 * 2**30), check=True).stdout
+    assert 0 < float(out) < 6

@@ -4,7 +4,7 @@ M") and exit 2 instead of an XLA out-of-memory traceback minutes later.
 Stages call :func:`require` with an estimate of their largest live arrays, computed from the
 config before anything is built. The memory available is the accelerator's free memory when
 JAX runs on one (``Device.memory_stats``), else the host's ``MemAvailable`` (Linux) or its
-physical memory.
+physical memory, and never more than an address-space limit on the process still allows.
 """
 
 from __future__ import annotations
@@ -26,12 +26,25 @@ def available_bytes() -> int:
         stats = device.memory_stats() or {}
         if "bytes_limit" in stats:
             return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     meminfo = Path("/proc/meminfo")
     if meminfo.is_file():
         for line in meminfo.read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+                host = int(line.split()[1]) * 1024
+    return min(host, _address_space_left())
+
+
+def _address_space_left() -> float:
+    """What an address-space limit (``RLIMIT_AS``, e.g. ``repro26 probe``'s) still allows this
+    process; infinite without one."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    statm = Path("/proc/self/statm")
+    if soft == resource.RLIM_INFINITY or not statm.is_file():
+        return float("inf")
+    return soft - int(statm.read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def traced_bytes(fn, *args) -> int:
