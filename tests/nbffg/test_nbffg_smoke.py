@@ -39,13 +39,14 @@ def test_smoke_end_to_end(tmp_path):
                   inputs=[out / p for p in inputs], variant=variant, seed=seed, progress=False)
 
     for task in cfg.tasks:
+        data = [f"data/{task}/seed{s}.npz" for s in cfg.seeds]
+        models = [f"train/{task}/seed{s}.eqx" for s in cfg.seeds]
+        run("data", f"data/{task}", variant=f"task={task}")
+        run("train", f"train/{task}", data, variant=f"task={task}")
+        run("evaluate", f"eval/{task}", [*data, *models], variant=f"task={task}")
         for seed in cfg.seeds:
-            data, model = f"data/{task}/seed{seed}.npz", f"train/{task}/seed{seed}.eqx"
-            run("data", data, variant=f"task={task}", seed=seed)
-            run("train", model, [data], variant=f"task={task}", seed=seed)
             assert (out / f"train/{task}/seed{seed}_history.csv").is_file()
-            run("evaluate", f"eval/{task}/seed{seed}.csv", [data, model], variant=f"task={task}",
-                seed=seed)
+            assert (out / f"eval/{task}/seed{seed}_nodes.csv").is_file()
     run("cost", "cost.csv")
     for name, fig in FIGURES.items():  # each figure gets only the tables it declares
         run("figure", f"figures/{name}.png", fig.input_paths(cfg), name=name)
@@ -81,13 +82,13 @@ def test_figure_inputs_follow_the_task_list():
 def test_bad_config_is_one_line_exit_2(tmp_path, capsys):
     cfg = _config(tmp_path, steps_per_edge="many")
     code = main(["nbffg", "data", "--config", str(cfg), "--scale", "smoke", "--variant",
-                 "task=linear_balanced_4", "--seed", "0", "--out", str(tmp_path / "x.npz")])
+                 "task=linear_balanced_4", "--out", str(tmp_path / "x")])
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert "nbffg.smoke.steps_per_edge" in err and len(err.splitlines()) == 1
     cfg = _config(tmp_path, tasks=["wiggle_balanced_4"])
     assert main(["nbffg", "data", "--config", str(cfg), "--scale", "smoke", "--variant",
-                 "task=wiggle_balanced_4", "--seed", "0", "--out", str(tmp_path / "x.npz")]) == 2
+                 "task=wiggle_balanced_4", "--out", str(tmp_path / "x")]) == 2
 
 
 @pytest.mark.parametrize("variant", ["linear_balanced_4", "task=linear_balanced_8",
@@ -95,4 +96,14 @@ def test_bad_config_is_one_line_exit_2(tmp_path, capsys):
 def test_task_variant_is_checked(tmp_path, variant):
     with pytest.raises(UsageError, match="--variant"):
         run_stage("nbffg", "data", config=ROOT / "config" / "config.yaml", scale="smoke",
-                  out=tmp_path / "x.npz", variant=variant, seed=0, progress=False)
+                  out=tmp_path / "x", variant=variant, progress=False)
+
+
+def test_per_task_stage_writes_a_folder_and_takes_no_seed(tmp_path):
+    config = ROOT / "config" / "config.yaml"
+    with pytest.raises(UsageError, match="--out"):
+        run_stage("nbffg", "data", config=config, scale="smoke", out=tmp_path / "x.npz",
+                  variant="task=linear_balanced_4", progress=False)
+    with pytest.raises(UsageError, match="--seed"):
+        run_stage("nbffg", "data", config=config, scale="smoke", out=tmp_path / "x",
+                  variant="task=linear_balanced_4", seed=0, progress=False)

@@ -1,74 +1,89 @@
 # NBFFG (issue 7): data -> train (NBFFG residual) -> evaluate (NBFFG, BFFG, naive, pCN MCMC)
-# per task and seed; cost of a training step vs tree size. Figures, claims and the `nbffg` target
-# come from workflow/rules/protocol.smk.
+# per task, every seed looped in one job; cost of a training step vs tree size. Figures, claims
+# and the `nbffg` target come from workflow/rules/protocol.smk.
 NB = "nbffg"
+
+
+NB_SEEDS = list(typed_config(NB).seeds) if NB in config else []
 
 
 wildcard_constraints:
     nb_task="[a-z]+_[a-z]+_[0-9]+",
-    nb_seed="[0-9]+",
+
+
+def nb_seed_files(stage_dir, *suffixes):
+    """One file per configured seed of the task in folder ``stage_dir``, for each suffix."""
+    return [out(NB, stage_dir, "{nb_task}", f"seed{s}{x}") for x in suffixes for s in NB_SEEDS]
 
 
 rule nbffg_data:
-    """Tree, true states and leaf observations for one task and seed."""
+    """Tree, true states and leaf observations of one task, every seed (one job)."""
     input:
         cfg=config_path(NB, "data"),
     output:
-        out(NB, "data", "{nb_task}", "seed{nb_seed}.npz"),
+        nb_seed_files("data", ".npz"),
     log:
-        log_path(NB, "data_{nb_task}_seed{nb_seed}"),
+        log_path(NB, "data_{nb_task}"),
     benchmark:
-        bench_path(NB, "data_{nb_task}_seed{nb_seed}")
+        bench_path(NB, "data_{nb_task}")
     threads: THREADS
     conda:
         ENV
+    params:
+        folder=out(NB, "data", "{nb_task}"),
     shell:
-        stage(NB, "data", "--variant task={wildcards.nb_task} --seed {wildcards.nb_seed} --out {output}")
+        stage(NB, "data", "--variant task={wildcards.nb_task} --out {params.folder}")
 
 
 rule nbffg_train:
-    """Train the neural residual of NBFFG by maximising the ELBO (one job per task and seed)."""
+    """Train the neural residual of NBFFG by maximising the ELBO: one job per task, its seeds
+    looped in one process (compilation shared across seeds)."""
     input:
         cfg=config_path(NB, "train"),
-        data=out(NB, "data", "{nb_task}", "seed{nb_seed}.npz"),
+        data=nb_seed_files("data", ".npz"),
     output:
-        model=out(NB, "train", "{nb_task}", "seed{nb_seed}.eqx"),
-        history=out(NB, "train", "{nb_task}", "seed{nb_seed}_history.csv"),
+        models=nb_seed_files("train", ".eqx"),
+        history=nb_seed_files("train", "_history.csv"),
     log:
-        log_path(NB, "train_{nb_task}_seed{nb_seed}"),
+        log_path(NB, "train_{nb_task}"),
     benchmark:
-        bench_path(NB, "train_{nb_task}_seed{nb_seed}")
+        bench_path(NB, "train_{nb_task}")
     threads: THREADS
     resources:
         **train_resources(),
     conda:
         ENV
+    params:
+        folder=out(NB, "train", "{nb_task}"),
     shell:
-        stage(NB, "train", "--variant task={wildcards.nb_task} --seed {wildcards.nb_seed} "
-              "--input {input.data} --out {output.model}")
+        stage(NB, "train", "--variant task={wildcards.nb_task} --input {input.data} "
+              "--out {params.folder}")
 
 
 rule nbffg_evaluate:
-    """ELBO, ESS, evidence and internal-node posteriors of NBFFG, BFFG, naive and pCN MCMC."""
+    """ELBO, ESS, evidence and internal-node posteriors of NBFFG, BFFG, naive and pCN MCMC:
+    one job per task, every seed."""
     input:
         cfg=config_path(NB, "evaluate"),
-        data=out(NB, "data", "{nb_task}", "seed{nb_seed}.npz"),
-        model=out(NB, "train", "{nb_task}", "seed{nb_seed}.eqx"),
+        data=nb_seed_files("data", ".npz"),
+        models=nb_seed_files("train", ".eqx"),
     output:
-        metrics=out(NB, "eval", "{nb_task}", "seed{nb_seed}.csv"),
-        nodes=out(NB, "eval", "{nb_task}", "seed{nb_seed}_nodes.csv"),
+        metrics=nb_seed_files("eval", ".csv"),
+        nodes=nb_seed_files("eval", "_nodes.csv"),
     log:
-        log_path(NB, "evaluate_{nb_task}_seed{nb_seed}"),
+        log_path(NB, "evaluate_{nb_task}"),
     benchmark:
-        bench_path(NB, "evaluate_{nb_task}_seed{nb_seed}")
+        bench_path(NB, "evaluate_{nb_task}")
     threads: THREADS
     resources:
         **train_resources(),
     conda:
         ENV
+    params:
+        folder=out(NB, "eval", "{nb_task}"),
     shell:
-        stage(NB, "evaluate", "--variant task={wildcards.nb_task} --seed {wildcards.nb_seed} "
-              "--input {input.data} {input.model} --out {output.metrics}")
+        stage(NB, "evaluate", "--variant task={wildcards.nb_task} --input {input.data} "
+              "{input.models} --out {params.folder}")
 
 
 rule nbffg_cost:

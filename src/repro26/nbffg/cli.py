@@ -1,7 +1,7 @@
 """Stages of NBFFG, ``repro26 nbffg <stage>``, and the method's typed config.
 
-data (per task, seed) -> train (NBFFG residual, per task, seed) -> evaluate (all methods, per
-task, seed); cost (step time vs tree size). The figures (``figures.FIGURES``) and claims
+data -> train (NBFFG residual) -> evaluate (all methods), one job per task that loops over
+the configured seeds in one process; cost (step time vs tree size). The figures (``figures.FIGURES``) and claims
 (``claims.CLAIMS``) stages come from core.
 """
 
@@ -150,58 +150,77 @@ def check(cfg: Config) -> None:
         raise ConfigError("nbffg.seeds: need a non-empty list of non-negative integers")
 
 
-@stage({"task": str}, seed=True)
+def _seed_file(folder: Path, seed: int, suffix: str) -> Path:
+    return folder / f"seed{seed}{suffix}"
+
+
+def _folder(run: Run) -> Path:
+    """--out of a per-task stage: the task's folder, one ``seed<s>`` file per configured seed."""
+    if run.out.suffix:
+        raise UsageError(f"--out: a per-task stage writes one file per seed into a folder "
+                         f"(results/<scale>/nbffg/<stage>/<task>), got {run.out}")
+    run.out.mkdir(parents=True, exist_ok=True)
+    return run.out
+
+
+@stage({"task": str})
 def data_stage(run: Run) -> None:
-    """Tree, true states and leaf observations of one task and seed."""
+    """Tree, true states and leaf observations of one task, every configured seed
+    (``<out>/seed<s>.npz``)."""
     from repro26.nbffg import data as D
 
-    task = _task(run)
-    arrays = D.generate(run.cfg, task, run.seed)
-    D.save(run.out, arrays)
+    task, folder = _task(run), _folder(run)
+    for seed in run.cfg.seeds:
+        D.save(_seed_file(folder, seed, ".npz"), D.generate(run.cfg, task, seed))
 
 
 def _history_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".eqx") + "_history.csv")
 
 
-@stage({"task": str}, seed=True)
+@stage({"task": str})
 def train_stage(run: Run) -> None:
-    """Train NBFFG's neural residual on one task and seed.
+    """Train NBFFG's neural residual on one task, every configured seed in this one process
+    (one compiled training step shared by the seeds whose trees have the same shape).
 
-    --input the task's data .npz; writes the model (--out) and its ELBO history
-    (<out>_history.csv)."""
+    --input the task's data ``seed<s>.npz``; writes ``<out>/seed<s>.eqx`` and its ELBO history
+    ``<out>/seed<s>_history.csv``."""
     from repro26.nbffg import data as D
     from repro26.nbffg import losses as L
     from repro26.nbffg import train as T
 
-    task = _task(run)
-    problem = L.build_problem(run.cfg, task, D.load(run.input(".npz")))
-    model, history = T.train(run.cfg, task, problem, run.seed, run.out, progress=run.progress)
-    io.write_table(_history_path(run.out),
-                   {"step": np.arange(len(history["elbo"])), "elbo": history["elbo"]},
-                   run.meta(task=task.name))
-    T.save_model(run.out, model, run.cfg.train.steps)
+    task, folder = _task(run), _folder(run)
+    for seed in run.cfg.seeds:
+        model_path = _seed_file(folder, seed, ".eqx")
+        problem = L.build_problem(run.cfg, task, D.load(run.input(f"{task.name}/seed{seed}.npz")))
+        model, history = T.train(run.cfg, task, problem, seed, model_path, progress=run.progress)
+        io.write_table(_history_path(model_path),
+                       {"step": np.arange(len(history["elbo"])), "elbo": history["elbo"]},
+                       run.meta(task=task.name, seed=seed))
+        T.save_model(model_path, model, run.cfg.train.steps)
 
 
-@stage({"task": str}, seed=True)
+@stage({"task": str})
 def evaluate_stage(run: Run) -> None:
-    """NBFFG, BFFG, naive and pCN MCMC on one task and seed: ELBO, ESS, evidence, posteriors.
+    """NBFFG, BFFG, naive and pCN MCMC on one task, every configured seed in this one process:
+    ELBO, ESS, evidence, posteriors.
 
-    --input the data .npz and model .eqx; writes the metrics (--out) and the internal-node
-    posteriors (<out>_nodes.csv)."""
+    --input the data ``seed<s>.npz`` and models ``seed<s>.eqx``; writes the metrics
+    ``<out>/seed<s>.csv`` and the internal-node posteriors ``<out>/seed<s>_nodes.csv``."""
     from repro26.nbffg import data as D
     from repro26.nbffg import evaluate as E
     from repro26.nbffg import losses as L
     from repro26.nbffg import train as T
 
-    task = _task(run)
-    arrays = D.load(run.input(".npz"))
-    problem = L.build_problem(run.cfg, task, arrays)
-    like = T.init_residual(run.cfg, task, problem, jax.random.key(0))
-    model = T.load_model(run.input(".eqx"), like)
-    rows, node_rows = E.evaluate(run.cfg, task, arrays, model, run.seed)
-    io.write_table(run.out.with_name(run.out.stem + "_nodes.csv"), node_rows, run.meta())
-    io.write_table(run.out, rows, run.meta())
+    task, folder = _task(run), _folder(run)
+    for seed in run.cfg.seeds:
+        arrays = D.load(run.input(f"{task.name}/seed{seed}.npz"))
+        problem = L.build_problem(run.cfg, task, arrays)
+        like = T.init_residual(run.cfg, task, problem, jax.random.key(0))
+        model = T.load_model(run.input(f"{task.name}/seed{seed}.eqx"), like)
+        rows, node_rows = E.evaluate(run.cfg, task, arrays, model, seed)
+        io.write_table(_seed_file(folder, seed, "_nodes.csv"), node_rows, run.meta(seed=seed))
+        io.write_table(_seed_file(folder, seed, ".csv"), rows, run.meta(seed=seed))
 
 
 @stage()

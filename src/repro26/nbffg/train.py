@@ -3,6 +3,7 @@ correction for discrete traits) with the core training loop."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import jax
@@ -29,6 +30,15 @@ def init_residual(cfg, task: D.Task, problem: L.Problem | L.CTMCProblem, key):
                       key=key)
 
 
+@functools.lru_cache(maxsize=8)
+def _optimizer_and_step(t):
+    """Optimizer and training step of one ``TrainConfig``, built once per process so that the
+    seeds of a task (one job) share the compiled chunk (core ``run_loop`` caches it per step
+    function)."""
+    optimizer = optax.chain(optax.clip_by_global_norm(t.clip), optax.adam(t.lr))
+    return optimizer, optax_step(L.make_loss(t.batch, t.paths_per_step), optimizer)
+
+
 def train(cfg, task: D.Task, problem: L.Problem, seed: int, out: Path, progress: bool = True):
     """Adam on ``-ELBO`` (full tree if ``paths_per_step == 0``, else pathwise subsampling).
 
@@ -37,8 +47,7 @@ def train(cfg, task: D.Task, problem: L.Problem, seed: int, out: Path, progress:
     t = cfg.train
     k_init, k_train = jax.random.split(jax.random.key(seed))
     model = init_residual(cfg, task, problem, k_init)
-    optimizer = optax.chain(optax.clip_by_global_norm(t.clip), optax.adam(t.lr))
-    step = optax_step(L.make_loss(t.batch, t.paths_per_step), optimizer)
+    optimizer, step = _optimizer_and_step(t)
     state, history = run_loop(step, init_train_state(model, optimizer), problem, key=k_train,
                               num_steps=t.steps, chunk_size=t.chunk,
                               checkpoint_path=Path(str(out) + ".ckpt"),
