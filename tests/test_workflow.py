@@ -84,7 +84,7 @@ def test_lint_is_clean():
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("scale=huge", "repro26: config error: config.scale: 'huge' is not one of ['smoke', 'small', 'paper']"),
+        ("scale=huge", "repro26: config error: config.scale: 'huge' is not one of ['smoke', 'small', 'paper', 'probe']"),
         ("threads=0", "repro26: config error: config.threads: 0 is less than the minimum of 1"),
         ("kernel_bandit={smoke: {}}", "repro26: config error: kernel_bandit: unknown section (not a "
          "method or a global setting); did you mean 'kernel_bandits'?"),

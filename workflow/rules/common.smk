@@ -140,6 +140,12 @@ def out(method, *parts):
     return "/".join([RESULTS, method, *parts])
 
 
+def seed_outputs(method, stage_dir, group, seeds, *suffixes):
+    """One file per seed, for each suffix, of a job that loops over ``seeds`` in one process:
+    results/<scale>/<method>/<stage_dir>/<group>/seed<s><suffix>."""
+    return [out(method, stage_dir, group, f"seed{s}{x}") for x in suffixes for s in seeds]
+
+
 def log_path(method, name):
     return out(method, "logs", f"{name}.log")
 

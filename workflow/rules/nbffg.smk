@@ -11,17 +11,12 @@ wildcard_constraints:
     nb_task="[a-z]+_[a-z]+_[0-9]+",
 
 
-def nb_seed_files(stage_dir, *suffixes):
-    """One file per configured seed of the task in folder ``stage_dir``, for each suffix."""
-    return [out(NB, stage_dir, "{nb_task}", f"seed{s}{x}") for x in suffixes for s in NB_SEEDS]
-
-
 rule nbffg_data:
     """Tree, true states and leaf observations of one task, every seed (one job)."""
     input:
         cfg=config_path(NB, "data"),
     output:
-        nb_seed_files("data", ".npz"),
+        seed_outputs(NB, "data", "{nb_task}", NB_SEEDS, ".npz"),
     log:
         log_path(NB, "data_{nb_task}"),
     benchmark:
@@ -40,10 +35,10 @@ rule nbffg_train:
     looped in one process (compilation shared across seeds)."""
     input:
         cfg=config_path(NB, "train"),
-        data=nb_seed_files("data", ".npz"),
+        data=seed_outputs(NB, "data", "{nb_task}", NB_SEEDS, ".npz"),
     output:
-        models=nb_seed_files("train", ".eqx"),
-        history=nb_seed_files("train", "_history.csv"),
+        models=seed_outputs(NB, "train", "{nb_task}", NB_SEEDS, ".eqx"),
+        history=seed_outputs(NB, "train", "{nb_task}", NB_SEEDS, "_history.csv"),
     log:
         log_path(NB, "train_{nb_task}"),
     benchmark:
@@ -65,11 +60,11 @@ rule nbffg_evaluate:
     one job per task, every seed."""
     input:
         cfg=config_path(NB, "evaluate"),
-        data=nb_seed_files("data", ".npz"),
-        models=nb_seed_files("train", ".eqx"),
+        data=seed_outputs(NB, "data", "{nb_task}", NB_SEEDS, ".npz"),
+        models=seed_outputs(NB, "train", "{nb_task}", NB_SEEDS, ".eqx"),
     output:
-        metrics=nb_seed_files("eval", ".csv"),
-        nodes=nb_seed_files("eval", "_nodes.csv"),
+        metrics=seed_outputs(NB, "eval", "{nb_task}", NB_SEEDS, ".csv"),
+        nodes=seed_outputs(NB, "eval", "{nb_task}", NB_SEEDS, "_nodes.csv"),
     log:
         log_path(NB, "evaluate_{nb_task}"),
     benchmark:
