@@ -1,8 +1,15 @@
 """The probe scale and `repro26 probe`: paper shapes with the probe's overrides, and the outcome
 of a Snakemake run read off its own output and its jobs' logs."""
 
+import shutil
+
+import pytest
+
 from repro26.core.config import resolve_section
 from repro26.core.probe import Outcome, parse_log, table
+
+needs_prlimit = pytest.mark.skipif(shutil.which("prlimit") is None,
+                                   reason="util-linux's prlimit sets the probe's memory cap")
 
 SECTION = {
     "common": {"steps": 10, "sizes": [1, 2]},
@@ -60,19 +67,19 @@ def test_the_outcome_is_read_off_snakemakes_output_and_the_job_logs(tmp_path):
     assert "- m `m_train`: failed: ValueError: shapes differ" in report
 
 
+@needs_prlimit
 def test_a_job_that_outgrows_the_probes_memory_limit_fails_on_its_allocation_and_is_refused(tmp_path):
     """Under the probe's address-space limit a too-large allocation raises in the job (it does not
     swap or take down its neighbours), and the parser files it under "needs a bigger machine"."""
     import subprocess
     import sys
 
-    from repro26.core.probe import _limit_address_space
+    from repro26.core.probe import capped
 
     log = tmp_path / "job.log"
     with log.open("w") as out:
-        code = subprocess.call([sys.executable, "-c", "import numpy; numpy.ones(2**31)"],
-                               stdout=out, stderr=subprocess.STDOUT,
-                               preexec_fn=_limit_address_space(2**30))
+        code = subprocess.call(capped([sys.executable, "-c", "import numpy; numpy.ones(2**31)"],
+                                      2**30), stdout=out, stderr=subprocess.STDOUT)
     assert code != 0
     outcome = parse_log("m", f"total 1\nError in rule m_data:\n    log: {log}\n", root=tmp_path)
     assert [rule for rule, _ in outcome.refused] == ["m_data"] and not outcome.failed
@@ -85,16 +92,17 @@ def test_a_run_with_nothing_left_is_up_to_date_and_one_that_never_planned_fails(
     assert stopped.failed == [("snakemake", "repro26: config error: m.steps: must be >= 1, got 0")]
 
 
+@needs_prlimit
 def test_the_memory_pre_check_sees_the_address_space_limit():
     """Under the probe's cap, ``memory.available_bytes`` is at most what the cap leaves, so a
     stage's pre-check says "needs about N GB" instead of failing on the allocation."""
     import subprocess
     import sys
 
-    from repro26.core.probe import _limit_address_space
+    from repro26.core.probe import capped
 
     code = ("from repro26.core import memory; import jax; "
             "print(memory.available_bytes() / memory.GB)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         preexec_fn=_limit_address_space(6 * 2**30), check=True).stdout
+    out = subprocess.run(capped([sys.executable, "-c", code], 6 * 2**30), capture_output=True,
+                         text=True, check=True).stdout
     assert 0 < float(out) < 6

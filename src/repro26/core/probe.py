@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -116,12 +116,14 @@ def _default_limit() -> int | None:
     return int(0.8 * memory.available_bytes()) if jax.default_backend() == "cpu" else None
 
 
-def _limit_address_space(nbytes: int | None):
-    """``preexec_fn``: cap the address space of Snakemake and every job it starts."""
-    def apply() -> None:
-        if nbytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
-    return apply
+def capped(cmd: list[str], nbytes: int | None) -> list[str]:
+    """``cmd`` under an address-space limit of ``nbytes`` (``prlimit --as``, inherited by every
+    process it starts); unchanged without a limit or without util-linux's ``prlimit``. An
+    external program sets it so that nothing runs between ``fork`` and ``exec`` of a JAX
+    process."""
+    if nbytes is None or shutil.which("prlimit") is None:
+        return cmd
+    return ["prlimit", f"--as={nbytes}", "--", *cmd]
 
 
 def run_method(method: str, cores: int, time_limit: float | None,
@@ -131,13 +133,12 @@ def run_method(method: str, cores: int, time_limit: float | None,
     time limit Snakemake gets SIGINT (it stops its jobs and removes their partial outputs)."""
     log_path = RESULTS / method / "snakemake.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--keep-going", "--config", f"scale={PROBE}",
-           "--", method]
+    cmd = capped([sys.executable, "-m", "snakemake", "--cores", str(cores), "--keep-going",
+                  "--config", f"scale={PROBE}", "--", method], memory_limit)
     stopped = False
     start = os.times()
     with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_limit_address_space(memory_limit))
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             proc.wait(timeout=time_limit)
         except subprocess.TimeoutExpired:
@@ -151,7 +152,8 @@ def run_method(method: str, cores: int, time_limit: float | None,
     end = os.times()
     outcome = parse_log(method, log_path.read_text(errors="replace"))
     outcome.stopped = stopped
-    outcome.memory_limit_gb = None if memory_limit is None else round(memory_limit / memory.GB, 1)
+    capped_here = memory_limit is not None and shutil.which("prlimit") is not None
+    outcome.memory_limit_gb = round(memory_limit / memory.GB, 1) if capped_here else None
     outcome.cpu_seconds = (end.children_user - start.children_user
                            + end.children_system - start.children_system)
     io.write_json(RESULTS / method / "probe.json", dataclasses.asdict(outcome))
