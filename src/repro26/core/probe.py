@@ -16,6 +16,7 @@ method probed so far, one run or several.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -24,7 +25,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,10 +92,9 @@ def parse_log(method: str, log_text: str, root: Path = Path(".")) -> Outcome:
         elif rule and (m := _LOG.match(line)):
             log_path = root / m.group(1)
             text = log_path.read_text(errors="replace") if log_path.is_file() else ""
-            memory = _MEMORY.search(text)
-            if memory:
-                line_of = next(ln for ln in text.splitlines() if _MEMORY.search(ln))
-                outcome.refused.append((rule, line_of.strip()[:240]))
+            refusal = next((ln for ln in text.splitlines() if _MEMORY.search(ln)), None)
+            if refusal is not None:
+                outcome.refused.append((rule, refusal.strip()[:240]))
             else:
                 outcome.failed.append((rule, _last_line(log_path)))
             rule = None
