@@ -3,10 +3,11 @@
 import json
 
 import numpy as np
+import pytest
 
 from repro26.core import plotting
 from repro26.core.claims import Claim, read_claims, write_claims
-from repro26.core.report import build_report
+from repro26.core.report import browser_problems, build_report, chromium_binary
 from repro26.core.stats import loglog_slope, loglog_slope_over_seeds, mean_ci, summary
 
 
@@ -32,7 +33,9 @@ def test_stats_match_closed_forms():
     assert mean == 2.0 and abs(half - 4.302652729911275 / np.sqrt(3)) < 1e-9
 
 
-def test_report_tables_verdicts_and_figures(tmp_path):
+def _two_method_report(tmp_path):
+    """claims and one figure for srgw (held) and kernel_bandits (not held), gathered by the
+    report; returns the claims files and the report's two paths."""
     for method, slope in (("srgw", -0.9), ("kernel_bandits", 0.9)):
         folder = tmp_path / "small" / method
         claim = Claim.check("slope", "regret slope below 0.75", "0.5", {"slope": slope},
@@ -49,6 +52,11 @@ def test_report_tables_verdicts_and_figures(tmp_path):
     assert read_claims(files[0])["method"] == "kernel_bandits"
     md, html = tmp_path / "small" / "report.md", tmp_path / "small" / "report.html"
     build_report(files, "small", md, html)
+    return files, md, html
+
+
+def test_report_tables_verdicts_and_figures(tmp_path):
+    files, md, html = _two_method_report(tmp_path)
     text = md.read_text()
     assert "2 methods, 2 claims: 1 held, 1 not held, 0 inconclusive." in text
     assert text.index("## kernel_bandits") < text.index("## srgw")
@@ -61,11 +69,27 @@ def test_report_tables_verdicts_and_figures(tmp_path):
 
     assert html_problems(html) == []  # every cell short, every figure a decodable PNG
     broken = tmp_path / "broken.html"
-    broken.write_text("<table><tr><td>" + "x" * 2000 + "</td></tr></table>"
-                      "<img src='data:image/png;base64,AAAA'>")
+    broken.write_text(BROKEN_PAGE)
     found = html_problems(broken)
     assert len(found) == 2 and "2000 characters" in found[0] and "does not decode" in found[1]
     assert json.loads(files[1].read_text())["claims"][0]["holds"] is True
+
+
+BROKEN_PAGE = ("<table><tr><td>" + "x" * 2000 + "</td></tr></table>"
+               "<img src='data:image/png;base64,AAAA'>")
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="no headless Chromium on this machine "
+                    "(Debian: apt-get install chromium; .ci/run installs it)")
+def test_report_renders_in_a_real_browser(tmp_path):
+    """headless Chromium decodes both figures and no rendered cell is over the limit; a page with
+    a 2,000-character cell and a PNG that does not decode gives exactly those two problems"""
+    _, _, html = _two_method_report(tmp_path)
+    assert browser_problems(html) == []
+    broken = tmp_path / "broken.html"
+    broken.write_text(BROKEN_PAGE)
+    found = browser_problems(broken)
+    assert found == ["a cell of 2000 characters as rendered", "figure 0: rendered at 0×0 pixels"]
 
 
 def test_report_formats_summaries_compactly_and_bounds_cells():

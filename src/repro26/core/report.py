@@ -346,3 +346,73 @@ def html_problems(path: str | Path, max_cell: int = MAX_TEXT) -> list[str]:
         if image.ndim < 2 or min(image.shape[:2]) < 50:
             problems.append(f"figure {i}: {image.shape[:2]} pixels")
     return problems
+
+
+_BROWSER_CHECK = """<script>
+window.addEventListener("load", () => {
+  const cells = [...document.querySelectorAll("td")].filter(c => !c.querySelector("td"));
+  const images = [...document.images];
+  const out = {
+    cells: cells.length,
+    long: cells.map(c => c.innerText.length).filter(n => n > %d),
+    images: images.length,
+    broken: images.map((im, i) => [i, im.naturalWidth, im.naturalHeight])
+                  .filter(([, w, h]) => !(w >= 50 && h >= 50)),
+  };
+  const pre = document.createElement("pre");
+  pre.id = "repro26-browser-check";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+#: Chromium's flags for a closed network: no background connections, no first-run, no sandbox
+#: (CI runs as root), a fresh profile per call.
+_CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                   "--disable-background-networking", "--disable-component-update",
+                   "--disable-sync", "--virtual-time-budget=10000", "--dump-dom")
+
+
+def chromium_binary() -> str | None:
+    """The headless browser to render the report with: ``$REPRO26_CHROMIUM``, else ``chromium``
+    or ``chromium-browser`` on the PATH, else None."""
+    import os
+    import shutil
+
+    return os.environ.get("REPRO26_CHROMIUM") or shutil.which("chromium") or shutil.which(
+        "chromium-browser")
+
+
+def browser_problems(path: str | Path, max_cell: int = MAX_TEXT,
+                     chromium: str | None = None) -> list[str]:
+    """What a reader of ``report.html`` sees in a real browser: the page is rendered by headless
+    Chromium, and a script run after the page's ``load`` event counts every innermost table cell
+    whose rendered text is longer than ``max_cell`` characters and every figure the browser did
+    not decode to at least 50×50 pixels. Raises FileNotFoundError when no Chromium is installed."""
+    import json
+    import re
+    import subprocess
+    import tempfile
+
+    chromium = chromium or chromium_binary()
+    if chromium is None:
+        raise FileNotFoundError("no headless Chromium: install Debian's `chromium` or set "
+                                "REPRO26_CHROMIUM")
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "report.html"
+        text = Path(path).read_text()
+        check = _BROWSER_CHECK % max_cell
+        page.write_text(text.replace("</body>", check + "</body>") if "</body>" in text
+                        else text + check)
+        done = subprocess.run([chromium, *_CHROMIUM_FLAGS, f"--user-data-dir={tmp}/profile",
+                               page.as_uri()], capture_output=True, text=True, timeout=180)
+    found = re.search(r'<pre id="repro26-browser-check">(.*?)</pre>', done.stdout, re.S)
+    if found is None:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return [f"Chromium did not render the page (exit {done.returncode}): {last}"]
+    result = json.loads(html.unescape(found.group(1)))
+    problems = [f"a cell of {n} characters as rendered" for n in result["long"]]
+    problems += [f"figure {i}: rendered at {w}×{h} pixels" for i, w, h in result["broken"]]
+    if result["cells"] == 0:
+        problems.append("no table cells rendered")
+    return problems
