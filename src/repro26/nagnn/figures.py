@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
@@ -96,6 +97,7 @@ def speed_vs_accuracy(run):
                 ax.errorbar(rate, ap_m, yerr=ap_h, xerr=[[rate - lo], [hi - rate]], fmt="o",
                             color=COLORS[m], label=LABELS[m])
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap on a short span
             ax.set_xlabel(f"{what} throughput (events / CPU s)")
             ax.set_ylabel("AP (points)")
             ax.set_title(f"{ds}: {what}", fontsize=8)
