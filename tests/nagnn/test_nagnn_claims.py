@@ -87,3 +87,15 @@ def test_snapshot_claim_flips_with_the_gain():
     noisy = claims.beats_snapshot_claim(metrics_table({**BASE, "tgn": 0.85, "nagnn": 0.765},
                                                       noise=0.02))
     assert noisy.verdict == "inconclusive" and np.isfinite(noisy.min_detectable_effect)
+
+
+def test_the_true_law_is_the_ideal_row_and_must_pass():
+    """With the generator's law in the table it stands in NAGNN's place; a law that loses to
+    the baselines (the task cannot show the claim) leaves the claims undecided."""
+    good = metrics_table({**BASE, "tgn": 0.85, "nagnn": 0.845, "ideal": 0.95})
+    for claim in (claims.ap_gap_claim(good), claims.beats_snapshot_claim(good)):
+        assert claim.ideal is not None and claim.ideal_passes is True
+        assert claim.verdict == "held"
+    bad = metrics_table({**BASE, "tgn": 0.85, "nagnn": 0.845, "ideal": 0.70})
+    for claim in (claims.ap_gap_claim(bad), claims.beats_snapshot_claim(bad)):
+        assert claim.ideal_passes is False and claim.verdict == "inconclusive"

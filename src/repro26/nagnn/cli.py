@@ -45,6 +45,8 @@ class Config:
     drift: Probability  # per-snapshot probability a node changes community
     frac_repeat: Probability
     frac_triadic: Probability
+    frac_echo: Probability  # an event echoes (reciprocates / repeats) one earlier in its snapshot
+    echo_window: Count  # ... among the last echo_window events
     feature_dim: Count
     feature_noise: NonNegative
     # bipartite generator
@@ -84,21 +86,28 @@ def data_key(seed: int, dataset: str):
 
 
 def make_stream(cfg: Config, dataset: str, seed: int):
-    """(stream, destination pool) of one dataset and seed."""
+    """(stream, destination pool, latent state) of one dataset and seed; the latent state
+    (communities or preferences per snapshot, for the ideal scorer) is None for a CSV file."""
+    from repro26.core.memory import require
     from repro26.nagnn import data
 
     key = data_key(seed, dataset)
     E, T = cfg.events_per_snapshot, cfg.n_snapshots
+    U = cfg.bipartite_users
     if dataset == "dsbm":
-        s = data.dsbm(key, cfg.n_nodes, T, E, cfg.n_communities, cfg.affinity, cfg.drift,
-                      cfg.frac_repeat, cfg.frac_triadic, cfg.feature_dim, cfg.feature_noise)
-        return s, np.arange(cfg.n_nodes)
+        require(data.dsbm_bytes(cfg.n_nodes, T, E), "nagnn.n_nodes / events_per_snapshot (dsbm)")
+        s, z = data.dsbm(key, cfg.n_nodes, T, E, cfg.n_communities, cfg.affinity, cfg.drift,
+                         cfg.frac_repeat, cfg.frac_triadic, cfg.frac_echo, cfg.echo_window,
+                         cfg.feature_dim, cfg.feature_noise)
+        return s, np.arange(cfg.n_nodes), z
     if dataset == "bipartite":
-        s = data.bipartite(key, cfg.bipartite_users, cfg.n_nodes - cfg.bipartite_users, T, E,
-                           cfg.n_item_clusters, cfg.p_pref, cfg.drift, cfg.frac_repeat,
-                           cfg.feature_dim, cfg.feature_noise)
-        return s, np.arange(cfg.bipartite_users, cfg.n_nodes)
-    return data.load_event_csv(cfg.csv_files[dataset], E, T, cfg.feature_dim, key)
+        require(data.bipartite_bytes(U, cfg.n_nodes - U, T, E),
+                "nagnn.n_nodes / events_per_snapshot (bipartite)")
+        s, pref = data.bipartite(key, U, cfg.n_nodes - U, T, E, cfg.n_item_clusters, cfg.p_pref,
+                                 cfg.drift, cfg.frac_repeat, cfg.frac_echo, cfg.echo_window,
+                                 cfg.feature_dim, cfg.feature_noise)
+        return s, np.arange(U, cfg.n_nodes), pref
+    return (*data.load_event_csv(cfg.csv_files[dataset], E, T, cfg.feature_dim, key), None)
 
 
 def _dataset(run: Run) -> str:
@@ -121,7 +130,8 @@ def load_data(path: Path):
 
 @stage({"dataset": str}, reads=("seeds", "datasets", "n_train_snapshots", "mrr_negatives",
                                "events_per_snapshot", "n_snapshots", "n_nodes", "n_communities",
-                               "affinity", "drift", "frac_repeat", "frac_triadic", "feature_dim",
+                               "affinity", "drift", "frac_repeat", "frac_triadic", "frac_echo",
+                               "echo_window", "feature_dim",
                                "feature_noise", "bipartite_users", "n_item_clusters", "p_pref",
                                "csv_files"))
 def data_stage(run: Run) -> None:
@@ -132,10 +142,11 @@ def data_stage(run: Run) -> None:
     ds = _dataset(run)
     parts = []
     for seed in cfg.seeds:
-        stream, pool = make_stream(cfg, ds, seed)
+        stream, pool, latent = make_stream(cfg, ds, seed)
         neg = data.negatives(stream, cfg.n_train_snapshots, pool, cfg.mrr_negatives, seed)
         parts.append({**{k: np.asarray(v) for k, v in stream._asdict().items()},
-                      "dst_pool": pool, **neg})
+                      "dst_pool": pool, **neg,
+                      **({} if latent is None else {"latent": np.asarray(latent)})})
     shapes = {p["src"].shape for p in parts}
     if len(shapes) > 1:
         raise UsageError(f"dataset {ds}: seeds give different stream shapes {shapes}")
@@ -172,7 +183,8 @@ def train_stage(run: Run) -> None:
 @stage({"model": str, "dataset": str})
 def evaluate_stage(run: Run) -> None:
     """AP, AUROC (random/historical/inductive negatives) and MRR on the test snapshots of one
-    learned model, or of every heuristic (``model=heuristics``); NAGNN's rows also carry its
+    learned model, or of every heuristic and, on a generated stream, of the ideal scorer (the
+    true law, model ``ideal``) (``model=heuristics``); NAGNN's rows also carry its
     reservoir slot occupancy (:func:`repro26.nagnn.evaluate.occupancy`)."""
     from repro26.nagnn import evaluate, train
     from repro26.nagnn.model import HEURISTICS, LEARNED
@@ -183,13 +195,18 @@ def evaluate_stage(run: Run) -> None:
         raise UsageError(f"--variant model: '{name}' is unknown; allowed: "
                          f"{', '.join((*LEARNED, 'heuristics'))}")
     stream, _, neg = load_data(run.input(f"{ds}.npz"))
+    latent = neg.pop("latent", None)
     q_src, q_dst = evaluate.evaluation_queries(stream.src, stream.dst, neg)
     rows = []
-    for model in HEURISTICS if name == "heuristics" else (name,):
+    heuristics = (*HEURISTICS, *(("ideal",) if latent is not None else ()))
+    for model in heuristics if name == "heuristics" else (name,):
         stacked = None
         if model in LEARNED:
             stacked = train.load_models(run.input(f"{model}.eqx"), cfg, model, *stream.x.shape[1:])
-        scores = evaluate.scores_for(model, stacked, stream, q_src, q_dst)
+        if model == "ideal":
+            scores = evaluate.ideal_scores(cfg, ds, stream, latent, q_src, q_dst)
+        else:
+            scores = evaluate.scores_for(model, stacked, stream, q_src, q_dst)
         extra = evaluate.occupancy(stacked, stream) if model == "nagnn" else None
         rows += evaluate.metric_rows(ds, model, cfg.seeds, scores, neg, cfg.n_train_snapshots,
                                      extra)

@@ -88,6 +88,22 @@ def scores_for(name: str, stacked_models, stream: Stream, q_src, q_dst) -> np.nd
     return np.asarray(fn(stacked_models, stream, q_src, q_dst))
 
 
+def ideal_scores(cfg, dataset: str, stream: Stream, latent, q_src, q_dst) -> np.ndarray:
+    """The ideal row: every query scored by its probability under the generator's true law
+    (``data.dsbm_probability`` / ``data.bipartite_probability``), for every seed."""
+    from repro26.nagnn import data
+
+    if dataset == "dsbm":
+        law = lambda s, z, a, b: data.dsbm_probability(
+            s, z, a, b, cfg.affinity, cfg.frac_repeat, cfg.frac_triadic, cfg.frac_echo,
+            cfg.echo_window)
+    else:
+        law = lambda s, z, a, b: data.bipartite_probability(
+            s, z, a, b, cfg.bipartite_users, cfg.n_item_clusters, cfg.p_pref, cfg.frac_repeat,
+            cfg.frac_echo, cfg.echo_window)
+    return np.asarray(jax.jit(jax.vmap(law))(stream, latent, q_src, q_dst))
+
+
 def occupancy(stacked_models, stream: Stream) -> list[dict]:
     """Per seed, over the nodes with at least ``S`` distinct neighbours after the whole stream:
     the mean fraction of reservoir slots used (``slots_used``) and what a uniform hash would

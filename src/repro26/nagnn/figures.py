@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
 
-ORDER = ("nagnn", "tgn", "jodie", "gcn_gru", "edgebank", "common_neighbours", "pref_attachment")
-LABELS = {"nagnn": "NAGNN", "tgn": "TGN-style", "jodie": "JODIE-style", "gcn_gru": "GCN-GRU",
+ORDER = ("nagnn", "tgn", "jodie", "gcn_gru", "edgebank", "common_neighbours", "pref_attachment",
+         "ideal")
+LABELS = {"ideal": "true law", "nagnn": "NAGNN", "tgn": "TGN-style", "jodie": "JODIE-style", "gcn_gru": "GCN-GRU",
           "edgebank": "EdgeBank", "common_neighbours": "common nbrs", "pref_attachment": "pref. att."}
 COLORS = {m: f"C{i}" for i, m in enumerate(ORDER)}
-HEURISTIC = ("edgebank", "common_neighbours", "pref_attachment")
+HEURISTIC = ("edgebank", "common_neighbours", "pref_attachment", "ideal")
 
 
 def _models(table, **cond):
@@ -37,8 +39,8 @@ def _bars(ax, table, value, ylabel, **cond):
 def ap_by_model(run):
     """Average precision on the test snapshots per model (mean, 95% CI over seeds), by dataset
     (rows) and negative sampling (columns: random destination, historical edge seen before,
-    inductive edge of the test period unseen in training). Hatched: heuristics (trivial rows:
-    EdgeBank, common neighbours). Snapshot models (NAGNN, GCN-GRU) and heuristics see all
+    inductive edge of the test period unseen in training). Hatched: heuristics and the true
+    law (ideal row; trivial rows: EdgeBank, common neighbours). Snapshot models (NAGNN, GCN-GRU) and heuristics see all
     snapshots before the one predicted; event models also see its earlier events."""
     metrics = tables.read(run.input("metrics.csv"))
     datasets = tables.unique(metrics, "dataset")
@@ -58,7 +60,7 @@ def ap_by_model(run):
 @figure("tables/metrics.csv")
 def auroc_mrr(run):
     """AUROC (random negatives) and MRR (rank of the true destination among it and K random
-    destinations) per model, mean and 95% CI over seeds, by dataset. Hatched: heuristics."""
+    destinations) per model, mean and 95% CI over seeds, by dataset. Hatched: heuristics and the true law."""
     metrics = tables.read(run.input("metrics.csv"))
     datasets = tables.unique(metrics, "dataset")
     fig, axes = plotting.subplots(len(datasets), 2, width=3.4, height=2.7)
@@ -95,6 +97,7 @@ def speed_vs_accuracy(run):
                 ax.errorbar(rate, ap_m, yerr=ap_h, xerr=[[rate - lo], [hi - rate]], fmt="o",
                             color=COLORS[m], label=LABELS[m])
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap on a short span
             ax.set_xlabel(f"{what} throughput (events / CPU s)")
             ax.set_ylabel("AP (points)")
             ax.set_title(f"{ds}: {what}", fontsize=8)

@@ -20,12 +20,15 @@ i.e. a uniform sample of the slot's distinct neighbours, updated for all nodes a
 of a snapshot at once by one scatter-min. Because priorities are shared across nodes, slot
 ``(l, s)`` of ``u`` and of ``v`` hold the same neighbour with probability equal to the
 Jaccard index of their slot-restricted neighbour sets (one-permutation MinHash), so
-``J_hat = #matching slots / #slots non-empty in either`` estimates the Jaccard index and
-``CN_hat = J_hat / (1 + J_hat) (d_u + d_v)`` the common neighbours, in O(L S) per pair.
+``J_hat = #matching slots / #slots non-empty in either`` estimates the Jaccard index of the
+whole neighbourhoods and ``CN_hat = J_hat / (1 + J_hat) (d_u + d_v)`` the common neighbours,
+in O(L S) per pair, with ``d`` the number of distinct neighbours estimated from the slots
+(``distinct_degree``): repeated events change neither.
 
 **Degree-scaled moments.** Node features for the GRU: mean, variance and skewness over the
 reservoir members of ``[x_w, h_w]``, each times the PNA degree scalers ``1``,
-``log(d + 1) / delta`` and ``delta / log(d + 1)`` (``delta`` the mean ``log(d + 1)``).
+``log(d + 1) / delta`` and ``delta / log(d + 1)`` (``delta`` the mean ``log(d + 1)``, ``d``
+the distinct-degree estimate).
 """
 
 from __future__ import annotations
@@ -88,12 +91,38 @@ def reservoir_insert(res: Reservoir, owner: Int[Array, " K"], item: Int[Array, "
     return Reservoir(member, best, count, degree)
 
 
+def distinct_degree(res: Reservoir) -> Float[Array, " N"]:
+    """Estimated number of distinct neighbours per node from the reservoir alone (a repeated
+    event changes nothing: the slot keeps the same minimum). Per table, with ``e`` of its ``S``
+    slots non-empty: linear counting ``ln(1 - e/S) / ln(1 - 1/S)`` (the inverse of
+    ``E[e] = S (1 - (1 - 1/S)^d)``) while a slot is empty, else the minima estimator
+    ``S (S - 1) / sum_s pi_min(s)`` (each slot's minimum priority is Beta(1, d_s)); mean over
+    tables."""
+    S = res.member.shape[2]
+    filled = (res.member >= 0).sum(2).astype(jnp.float32)             # N x L
+    linear = jnp.log1p(-jnp.minimum(filled, S - 0.5) / S) / jnp.log1p(-1.0 / S)
+    minima = S * (S - 1) / jnp.minimum(res.priority, 1.0).sum(2)
+    return jnp.where(filled < S, linear, minima).mean(1)
+
+
 def jaccard_estimate(res: Reservoir, u: Int[Array, " Q"], v: Int[Array, " Q"]) -> tuple:
-    """(J_hat, number of matching slots) per pair: matches over slots non-empty in either."""
+    """(J_hat, number of matching slots) per pair. One-permutation MinHash: slot (l, s) of u and
+    of v hold the same neighbour with probability ``|N_u & N_v & B_ls| / |(N_u | N_v) & B_ls|``,
+    and over the random slot assignment of the neighbours ``#matches / #slots non-empty in
+    either`` is unbiased for the Jaccard index of the whole neighbourhoods,
+    ``|N_u & N_v| / |N_u | N_v|`` (Li, Owen & Zhang 2012); pooled over the L tables."""
     mu, mv = res.member[u], res.member[v]                    # Q x L x S
     match = ((mu == mv) & (mu >= 0)).sum((1, 2))
     either = ((mu >= 0) | (mv >= 0)).sum((1, 2))
     return match / jnp.maximum(either, 1), match
+
+
+def common_neighbours_estimate(res: Reservoir, u, v) -> Float[Array, " Q"]:
+    """``CN_hat = J_hat / (1 + J_hat) (d_u + d_v)`` with the distinct-degree estimates
+    (``|N_u & N_v| = J |N_u | N_v|`` and ``|N_u | N_v| = d_u + d_v - |N_u & N_v|``)."""
+    J, _ = jaccard_estimate(res, u, v)
+    d = distinct_degree(res)
+    return J / (1 + J) * (d[u] + d[v])
 
 
 def joint_features(res: Reservoir, codes, u, v) -> Float[Array, "Q 7"]:
@@ -102,7 +131,7 @@ def joint_features(res: Reservoir, codes, u, v) -> Float[Array, "Q 7"]:
     of u's events in v's slots (and of v's in u's)."""
     L = res.member.shape[1]
     J, match = jaccard_estimate(res, u, v)
-    cn_hat = J / (1 + J) * (res.degree[u] + res.degree[v])
+    cn_hat = common_neighbours_estimate(res, u, v)
     table = jnp.arange(L)[None, :]
     cu, cv = codes[:, v].T, codes[:, u].T                    # Q x L: v's slots, u's slots
     hit_uv = (res.member[u[:, None], table, cu] == v[:, None]).mean(1)
@@ -212,7 +241,8 @@ class NAGNN(eqx.Module):
             res = reservoir_insert(res, a, b, self.codes(x), jax.lax.stop_gradient(self.priority))
             members = res.member.reshape(N, -1)
             valid = (members >= 0).astype(jnp.float32)
-            parts.append(degree_scaled_moments(xh[jnp.maximum(members, 0)], valid, res.degree))
+            parts.append(degree_scaled_moments(xh[jnp.maximum(members, 0)], valid,
+                                               distinct_degree(res)))
         else:
             res = res._replace(degree=res.degree.at[a].add(1.0))
         parts.append(jnp.log1p(res.degree)[:, None])
@@ -266,35 +296,52 @@ class EventState(NamedTuple):
     memory: Float[Array, "N d"]
     last: Float[Array, " N"]
     adjacency: Float[Array, "N N"]  # symmetric event counts (exact co-occurrence)
+    neighbours: Int[Array, "N K"]  # the last K neighbours, newest first (-1: none yet)
+    neighbour_time: Float[Array, "N K"]  # time of the event with each of them
 
 
 class EventMemory(eqx.Module):
     """Edge-by-edge memory model. Each event (u, v, t) updates both memories,
-    ``m_u <- GRU([m_v, x_v, cos(omega (t - t_u))], m_u)`` (and symmetrically).
-    ``tgn``: embedding ``m_u + W x_u`` and exact joint-neighbourhood features of the pair
-    counted event by event (Jaccard, common neighbours, seen before, repeat count — the
+    ``m_u <- GRU([m_v, x_v, cos(omega (t - t_u))], m_u)`` (and symmetrically), and pushes v
+    onto u's list of its last K neighbours (and u onto v's).
+    ``tgn``: embedding ``m_u + W x_u + sum_k a_k V [m_w_k, x_w_k, cos(omega (t - t_k))]``, one
+    attention head over the last K neighbours (``a = softmax(<Q [m_u, x_u], K [...]> /
+    sqrt(d))``, TGN's temporal graph attention), and exact joint-neighbourhood features of the
+    pair counted event by event (Jaccard, common neighbours, seen before, repeat count — the
     neighbour co-occurrence encoding of DyGFormer-type event models). ``jodie``: time
-    projection ``m_u (1 + w (t - t_u)) + W x_u``, no joint features."""
+    projection ``m_u (1 + w (t - t_u)) + W x_u``, no attention, no joint features."""
 
     gru: eqx.nn.GRUCell
     embed_x: eqx.nn.Linear
     omega: Float[Array, " k"]
     proj: Float[Array, " d"]
     dec: Decoder
+    att_q: eqx.nn.Linear | None  # attention of ``tgn`` only
+    att_k: eqx.nn.Linear | None
+    att_v: eqx.nn.Linear | None
     joint: bool = eqx.field(static=True)
+    n_neighbours: int = eqx.field(static=True)
 
-    def __init__(self, feature_dim: int, hidden: int, joint: bool, key, n_time: int = 8):
-        k = jax.random.split(key, 4)
+    def __init__(self, feature_dim: int, hidden: int, joint: bool, key, n_time: int = 8,
+                 n_neighbours: int = 10):
+        k = jax.random.split(key, 7)
         self.gru = eqx.nn.GRUCell(hidden + feature_dim + n_time, hidden, key=k[0])
         self.embed_x = eqx.nn.Linear(feature_dim, hidden, key=k[1])
         self.omega = jnp.logspace(0, -2, n_time) * 2 * jnp.pi
         self.proj = 0.01 * jax.random.normal(k[2], (hidden,))
         self.dec = Decoder(hidden, 4 if joint else 0, k[3])
+        n_kv = hidden + feature_dim + n_time
+        self.att_q = eqx.nn.Linear(hidden + feature_dim, hidden, key=k[4]) if joint else None
+        self.att_k = eqx.nn.Linear(n_kv, hidden, key=k[5]) if joint else None
+        self.att_v = eqx.nn.Linear(n_kv, hidden, key=k[6]) if joint else None
         self.joint = joint
+        self.n_neighbours = n_neighbours
 
     def init_state(self, n_nodes: int) -> EventState:
+        K = self.n_neighbours
         return EventState(jnp.zeros((n_nodes, self.gru.hidden_size)), jnp.zeros(n_nodes),
-                          jnp.zeros((n_nodes, n_nodes)))
+                          jnp.zeros((n_nodes, n_nodes)), jnp.full((n_nodes, K), -1, jnp.int32),
+                          jnp.zeros((n_nodes, K)))
 
     def update(self, state: EventState, x, time, u, v) -> EventState:
         m = state.memory
@@ -304,16 +351,39 @@ class EventMemory(eqx.Module):
         memory = m.at[u].set(mu).at[v].set(mv)
         last = state.last.at[u].set(time).at[v].set(time)
         adjacency = state.adjacency.at[u, v].add(1.0).at[v, u].add(1.0)
-        return EventState(memory, last, adjacency)
+        push = lambda rows, a, val: rows.at[a].set(jnp.concatenate([val[None], rows[a, :-1]]))
+        nbrs = push(push(state.neighbours, u, v.astype(jnp.int32)), v, u.astype(jnp.int32))
+        ntime = push(push(state.neighbour_time, u, time), v, time)
+        return EventState(memory, last, adjacency, nbrs, ntime)
+
+    def attend(self, state: EventState, x, time, nodes) -> Float[Array, "Q d"]:
+        """TGN's temporal attention of each node over its last K neighbours (zero without
+        any)."""
+        m = state.memory
+        w, tw = state.neighbours[nodes], state.neighbour_time[nodes]        # Q x K
+        valid = w >= 0
+        w = jnp.maximum(w, 0)
+        feats = jnp.concatenate([m[w], x[w], jnp.cos(self.omega * (time - tw)[..., None])], -1)
+        q = jax.vmap(self.att_q)(jnp.concatenate([m[nodes], x[nodes]], -1))  # Q x d
+        keys = jax.vmap(jax.vmap(self.att_k))(feats)
+        vals = jax.vmap(jax.vmap(self.att_v))(feats)
+        logits = jnp.where(valid, jnp.einsum("qd,qkd->qk", q, keys) / jnp.sqrt(q.shape[-1]),
+                           -jnp.inf)
+        a = jnp.where(valid.any(1, keepdims=True), jax.nn.softmax(
+            jnp.where(valid.any(1, keepdims=True), logits, 0.0), axis=1), 0.0)
+        return jnp.einsum("qk,qkd->qd", a, vals)
 
     def score(self, state: EventState, x, time, u, v):
         A = state.adjacency
         degree = (A > 0).sum(1).astype(jnp.float32)
-        e = state.memory[jnp.concatenate([u, v])]
+        nodes = jnp.concatenate([u, v])
+        e = state.memory[nodes]
         if not self.joint:
-            dt = time - state.last[jnp.concatenate([u, v])]
+            dt = time - state.last[nodes]
             e = e * (1 + dt[:, None] * self.proj)
-        e = e + jax.vmap(self.embed_x)(x[jnp.concatenate([u, v])])
+        else:
+            e = e + self.attend(state, x, time, nodes)
+        e = e + jax.vmap(self.embed_x)(x[nodes])
         eu, ev = jnp.split(e, 2)
         if self.joint:
             nu, nv = A[u] > 0, A[v] > 0
