@@ -14,7 +14,7 @@ M = "progress_advantage"
 
 
 @pytest.mark.slow
-def test_smoke_end_to_end(tmp_path, smoke_stages):
+def test_smoke_end_to_end(tmp_path, smoke_stages, monkeypatch):
     run = smoke_stages(M)
 
     t, r = tmp_path / "tables", tmp_path / "runs"
@@ -26,6 +26,13 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     for m in ("prm", "orm"):
         run("train", r / f"{m}.eqx", [r / "rl_kl.eqx"], f"model={m}")
     run("evaluate", t, [r / f"{m}.eqx" for m in ("ref", "rl_kl", "rl_clip", "prm", "orm")])
+    # without the memory its compiled evaluation needs, evaluate refuses in one line
+    from repro26.core import memory
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1024)
+    with pytest.raises(UsageError, match=r"^evaluation of .* needs about [^\n]*$"):
+        run("evaluate", tmp_path / "refused", [r / f"{m}.eqx" for m in
+                                               ("ref", "rl_kl", "rl_clip", "prm", "orm")])
+    monkeypatch.undo()
     final = (t / "tabular_final.csv").read_text()
     assert "corr_learned" in final
     inputs = [t / f for f in ("bon.csv", "auroc.csv", "attribution.csv", "beam.csv",

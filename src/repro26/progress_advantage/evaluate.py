@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from repro26.core import memory
 from repro26.progress_advantage import beam, mdp, scores as S, task as T
 from repro26.progress_advantage.model import MLPPolicy
 
@@ -190,8 +191,16 @@ def agentic(cfg, models, progress: bool = False):
     """Rows of ``bon``, ``auroc``, ``attribution`` and ``policies`` for every seed."""
     spec = task_spec(cfg)
     ns = [n for n in cfg.bon_ns if n <= cfg.n_candidates]
-    res = _scored(spec, cfg.kl_coef, cfg.n_val, cfg.n_test, cfg.n_candidates, cfg.n_attribution,
-                  cfg.n_beam, tuple(ns), cfg.beam_expand, models, _keys(cfg.seeds, 11))
+    args = (spec, cfg.kl_coef, cfg.n_val, cfg.n_test, cfg.n_candidates, cfg.n_attribution,
+            cfg.n_beam, tuple(ns), cfg.beam_expand, models, _keys(cfg.seeds, 11))
+    compiled = _scored.lower(*args).compile()
+    stats = compiled.compiled.memory_analysis()
+    if stats is not None:  # one line and exit 2 before XLA allocates (arguments + outputs + temps)
+        memory.require(stats.argument_size_in_bytes + stats.output_size_in_bytes
+                       + stats.temp_size_in_bytes - stats.alias_size_in_bytes,
+                       f"evaluation of {len(cfg.seeds)} seeds (n_test={cfg.n_test}, "
+                       f"n_candidates={cfg.n_candidates}, n_beam={cfg.n_beam})")
+    res = compiled(*args)
     res = jax.tree.map(np.asarray, res)
     bon, roc, attr, pol, bs = [], [], [], [], []
     for i, seed in enumerate(cfg.seeds):
