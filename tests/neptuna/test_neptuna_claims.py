@@ -14,7 +14,7 @@ COLS = (*evaluate.METRICS, "stability")
 def _table(entries):
     """entries: {(dataset, model, loss): {metric: per-seed values or a scalar}}; other metrics
     default to 1.0 with a small seed jitter."""
-    rows = {k: [] for k in ("dataset", "model", "loss", "seed", *COLS)}
+    rows = {k: [] for k in ("dataset", "model", "loss", "seed", *COLS, "plateau_gain")}
     jitter = np.asarray([0.0, 0.001, -0.001, 0.0005])
     for (ds, m, loss), vals in entries.items():
         for i, s in enumerate(SEEDS):
@@ -25,11 +25,13 @@ def _table(entries):
             for c in COLS:
                 v = vals.get(c, 1.0 + jitter[i])
                 rows[c].append(float(np.broadcast_to(v, (len(SEEDS),))[i]))
+            rows["plateau_gain"].append(float(vals.get("plateau_gain", 0.0)))
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
 def _base(ds="bubble"):
-    return {(ds, b, "-"): {"nrmse": 10.0} for b in evaluate.BASELINES}
+    return {(ds, b, "-"): {"nrmse": 10.0, "iou": 0.0, "spec_high": 10.0}
+            for b in evaluate.BASELINES}
 
 
 def _arch(spec, ds="bubble"):
@@ -65,15 +67,18 @@ def test_no_single_best_is_inconclusive_on_ties_and_without_beating_the_baseline
     assert claims.no_single_best_claim(_table(weak), MODELS).verdict == "inconclusive"
 
 
-def _loss_table(iou_gain, spec_gain, noise=0.001):
+def _loss_table(iou_gain, spec_gain, noise=0.001, gains=None, base=None):
+    """MSE-only and composites on the U-Net; ``gains`` {loss: (nrmse, iou, spec_high) gain}
+    overrides the common gains per loss."""
     jitter = noise * np.asarray([0.0, 1.0, -1.0, 0.5])
-    entries = {**_base()}
+    entries = {**_base()} if base is None else base
     entries[("bubble", "unet", "mse")] = {"nrmse": 1.0 + jitter, "iou": 0.5 + jitter,
                                           "spec_high": 0.2 + jitter}
-    for comp in ("sobolev", "softadapt", "gradnorm"):
-        entries[("bubble", "unet", comp)] = {"nrmse": 1.0 + jitter,
-                                             "iou": 0.5 + iou_gain + jitter[::-1],
-                                             "spec_high": 0.2 - spec_gain + jitter[::-1]}
+    for comp in ("sobolev", "softadapt", "gradnorm", "equal"):
+        g = (gains or {}).get(comp, (0.0, iou_gain, spec_gain))
+        entries[("bubble", "unet", comp)] = {"nrmse": 1.0 - g[0] + jitter[::-1],
+                                             "iou": 0.5 + g[1] + jitter[::-1],
+                                             "spec_high": 0.2 - g[2] + jitter[::-1]}
     return _table(entries)
 
 
@@ -87,7 +92,31 @@ def test_composite_claim_holds_fails_and_is_undecided():
                                   COMPS).verdict == "inconclusive"
 
 
-def _timing(soft, grad, spread=0.005, floor=0.01):
+def test_composite_gate_is_per_metric():
+    """A trivial baseline with a better IoU than MSE-only removes the IoU cells (its own gate),
+    leaving the high-k cells: the claim cannot be decided without the IoU metric."""
+    base = {("bubble", b, "-"): {"nrmse": 10.0, "iou": 0.9, "spec_high": 10.0}
+            for b in evaluate.BASELINES}
+    c = claims.composite_claim(_loss_table(0.1, 0.05, base=base), "unet", COMPS)
+    assert c.measured["by_metric"]["iou"]["cells"] == 0
+    assert c.measured["by_metric"]["spec_high"]["improved"] == len(COMPS)
+    assert c.verdict == "inconclusive"
+
+
+def test_consistency_claim_holds_fails_and_ties():
+    big, none = (0.1, 0.1, 0.05), (0.0, 0.0, 0.0)
+    held = _loss_table(0, 0, gains={"softadapt": big, "gradnorm": none, "equal": (0.1, 0, 0)})
+    c = claims.consistency_claim(held, "unet")
+    assert c.verdict == "held" and c.measured["improved_cells"] == {
+        "softadapt": 3, "gradnorm": 0, "equal": 1}
+    assert c.trivial_passes is False
+    lost = _loss_table(0, 0, gains={"softadapt": (0.1, 0, 0), "gradnorm": big, "equal": none})
+    assert claims.consistency_claim(lost, "unet").verdict == "not held"
+    tie = _loss_table(0, 0, gains={"softadapt": big, "gradnorm": big, "equal": none})
+    assert claims.consistency_claim(tie, "unet").verdict == "inconclusive"
+
+
+def _timing(soft, grad, spread=0.005, floor=0.01, equal=1.15):
     """Timing-stage rows from a result in the form of repro26.core.timing.interleaved_cpu_times:
     ratios to MSE-only with interquartile ranges ± ``spread`` widened by the noise ``floor``."""
     from repro26.core import timing
@@ -97,7 +126,7 @@ def _timing(soft, grad, spread=0.005, floor=0.01):
         return {"median": r, "q25": r - spread, "q75": r + spread,
                 "interval": [(r - spread) * np.exp(-floor), (r + spread) * np.exp(floor)]}
 
-    names = {"softadapt": soft, "gradnorm": grad, timing.CONTROL: 1.0}
+    names = {"equal": equal, "softadapt": soft, "gradnorm": grad, timing.CONTROL: 1.0}
     result = {"seconds": {k: [0.01 * v] * 9 for k, v in {"mse": 1.0, **names}.items()},
               "ratio": {k: ratio(v) for k, v in names.items()}, "noise_floor": floor,
               "rounds": 9, "calls": {k: 5 for k in ("mse", *names)}, "basis": "cpu"}

@@ -36,13 +36,51 @@ def test_interface_weight_marks_the_jump():
     assert np.allclose(w[:, 3], 11.0) and np.allclose(w[:, 0], 1.0) and np.allclose(w[:, 6], 1.0)
 
 
-@pytest.mark.parametrize("variant", ["softadapt", "softadapt_norm", "softadapt_lw"])
+@pytest.mark.parametrize("variant", losses.SOFTADAPT)
 def test_softadapt_weights_sum_to_one_and_favour_the_slowest_term(variant):
     prev = jnp.asarray([1.0, 1.0, 1.0, 1.0])
     cur = jnp.asarray([0.5, 0.9, 1.2, 1.0])  # term 2 rose most
     w = losses.softadapt_weights(cur, prev, variant, beta=2.0)
     assert float(w.sum()) == pytest.approx(1.0, abs=1e-6)
     assert int(jnp.argmax(w)) == 2 and int(jnp.argmin(w)) == 0
+
+
+def test_softadapt_closed_form_on_normalised_slopes():
+    """s = (−2, −1, 0, −1)·1e-4: n = s/Σ|s| = (−½, −¼, 0, −¼), w ∝ e^{β n}, scale-free in s."""
+    prev = jnp.asarray([1.0, 0.5, 0.2, 0.3])
+    cur = prev + 1e-4 * jnp.asarray([-2.0, -1.0, 0.0, -1.0])
+    e = np.exp(2.0 * np.asarray([-0.5, -0.25, 0.0, -0.25]))
+    np.testing.assert_allclose(losses.softadapt_weights(cur, prev, "softadapt", 2.0), e / e.sum(),
+                               rtol=1e-4)
+    lw = np.asarray(cur) * e
+    np.testing.assert_allclose(losses.softadapt_weights(cur, prev, "softadapt_lw", 2.0),
+                               lw / lw.sum(), rtol=1e-4)
+
+
+def test_softadapt_training_step_moves_weights_to_the_slowest_term():
+    """Real U-Net steps with SoftAdapt updating every 4 steps: the weights stay equal until the
+    update, then equal softmax(β n) of the normalised slopes of the moving average of the terms
+    the steps report (recomputed here from those terms), off the equal start."""
+    cfg = types.SimpleNamespace(**vars(CFG), interface_gamma=10.0, interface_tau=0.1,
+                                softadapt_beta=2.0, softadapt_every=4, batch_size=2, lr=1e-2,
+                                train_steps=8)
+    opt = train.optimizer_of(cfg)
+    state = train.init_state("unet", "softadapt", 5, (8, 16), cfg, opt, jax.random.PRNGKey(0))
+    X = _fields(jax.random.PRNGKey(7), (4, 5, 8, 16))
+    step = eqx.filter_jit(train.make_step("softadapt", opt, cfg))
+    terms, used = [], []
+    for t in range(5):
+        state, out = step(state, (X, 0.5 * X), jax.random.PRNGKey(t))
+        terms.append(np.asarray(out["terms"]))
+        used.append(np.asarray(out["weights"]))
+    np.testing.assert_allclose(np.stack(used[:4]), 0.25)  # no update before step 4
+    ema = [terms[0]]
+    for x in terms[1:4]:
+        ema.append(train.EMA * ema[-1] + (1 - train.EMA) * x)
+    s = ema[3] - ema[0]  # slope since the anchor (the first step's terms)
+    e = np.exp(2.0 * s / np.abs(s).sum())
+    np.testing.assert_allclose(used[4], e / e.sum(), rtol=1e-4)
+    assert np.ptp(used[4]) > 0.05  # the weights moved
 
 
 def test_gradnorm_keeps_equal_weights_for_identical_losses():

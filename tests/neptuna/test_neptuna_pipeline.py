@@ -23,7 +23,7 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     """Every stage on the smoke config restricted to the U-Net with mse and softadapt."""
     run = smoke_stages("neptuna")
     cfg = run.cfg = dataclasses.replace(run.cfg, models=("unet",), losses=("mse", "softadapt"),
-                                        train_steps=5, sod_ns=(20, 40))
+                                        train_steps=10, sod_ns=(20, 40), datasets_3d=())
     run("validate", tmp_path / "tables")
     h5 = tmp_path / "data" / "bubble.h5"
     run("data", h5, variant="dataset=bubble")
@@ -41,7 +41,7 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     run("finetune", ft, [h5, pretrained], variant="dataset=bubble")
     run("timing", tmp_path / "tables" / "timing.csv", [h5])
     timing = io.read_table(tmp_path / "tables" / "timing.csv")
-    assert set(timing["loss"]) == {"mse", "softadapt", "gradnorm", "control"}
+    assert set(timing["loss"]) == {"mse", "equal", "softadapt", "gradnorm", "control"}
     # each measurement (calls x steps) spans at least timing_min_seconds of CPU, up to one tick
     assert np.all(timing["calls"] * timing["steps"] * timing["seconds_per_step"]
                   >= 0.5 * cfg.timing_min_seconds)
@@ -53,7 +53,11 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     claims = run.figures_and_claims(tmp_path, [*tables, tmp_path / "data" / "bubble_snapshots.npz",
                                                pretrained.with_suffix(".csv")], tables[3::2])
     assert list(claims) == ["no_single_best", "composite_losses_improve",
-                            "softadapt_negligible_overhead"]
+                            "softadapt_most_consistent", "softadapt_negligible_overhead"]
+    # the validation curve: every val_every steps and at the end, for every seed
+    arrays = io.read_npz(csvs[0].with_suffix(".npz"))
+    assert list(arrays["val_steps"]) == [5, 10] and arrays["val"].shape == (2, len(cfg.seeds))
+    assert np.all(np.isfinite(io.read_table(csvs[0])["plateau_gain"]))
 
 
 def test_bad_config_value_is_one_line_exit_2(tmp_path, capsys):

@@ -50,6 +50,34 @@ def beats_trivial(table, dataset, model, loss="mse") -> bool:
     return bool(v.size and np.nanmean(v) < trivial_nrmse(table, dataset))
 
 
+def beats_trivial_on(table, dataset, model, metric, loss="mse") -> bool:
+    """The model's mean ``metric`` is better than the better trivial baseline's on it (the
+    per-metric gate of the loss claims: IoU and the high-wavenumber error each have their own)."""
+    v = _values(table, metric, dataset=dataset, model=model, loss=loss)
+    base = [float(np.nanmean(_values(table, metric, dataset=dataset, model=b)))
+            for b in evaluate.BASELINES]
+    if not v.size:
+        return False
+    m = float(np.nanmean(v))
+    return bool(m > max(base)) if metric in BETTER_HIGH else bool(m < min(base))
+
+
+def not_plateaued(table, tol: float) -> dict:
+    """Runs whose validation loss still fell by more than ``tol`` (relative, mean over seeds)
+    over the second half of training: {dataset/model/loss: mean fall}."""
+    out = {}
+    for ds in tables.unique(table, "dataset"):
+        for m in tables.unique(tables.select(table, dataset=ds), "model"):
+            if m in evaluate.BASELINES:
+                continue
+            for loss in tables.unique(tables.select(table, dataset=ds, model=m), "loss"):
+                g = float(np.nanmean(_values(table, "plateau_gain", dataset=ds, model=m,
+                                             loss=loss)))
+                if g > tol:
+                    out[f"{ds}/{m}/{loss}"] = g
+    return out
+
+
 def _interval(v, level=0.95):
     """(mean, lo, hi): two-sided t-interval over seeds (a point when < 2 finite seeds)."""
     v = v[np.isfinite(v)]
@@ -143,7 +171,8 @@ def widest_half_width(table, models) -> float:
     return max(halves, default=float("nan"))
 
 
-def no_single_best_claim(table, models, foundation_arch: str | None = None) -> Claim:
+def no_single_best_claim(table, models, foundation_arch: str | None = None, budget=None,
+                         plateau_tol: float = 0.1) -> Claim:
     cells = best_model_grid(table, models)
     per_model = per_model_counts(cells, models)
     eligible = [m for m in models if any(m in c["eligible"] for c in cells.values())]
@@ -153,7 +182,8 @@ def no_single_best_claim(table, models, foundation_arch: str | None = None) -> C
     measured = {"cells": len(cells), "per_model": per_model,
                 "beats_trivial": {ds: {m: beats_trivial(table, ds, m) for m in models}
                                   for ds in tables.unique(table, "dataset")},
-                "grid": cells}
+                "grid": cells,
+                "not_plateaued": not_plateaued(tables.select(table, loss="mse"), plateau_tol)}
     if foundation_arch is not None:
         measured["foundation_vs_scratch"] = foundation_vs_scratch(table, foundation_arch)
 
@@ -180,7 +210,9 @@ def no_single_best_claim(table, models, foundation_arch: str | None = None) -> C
         "cell; otherwise inconclusive",
         "best_mean counts the cells where a model has the best mean (ties by CI not resolved). "
         "foundation_vs_scratch: the pretrained-then-fine-tuned model against the same "
-        "architecture trained from scratch with the same fine-tuning budget (a finding).",
+        "architecture trained from scratch with the same total optimiser steps (a finding). "
+        f"not_plateaued: MSE runs whose validation loss still fell by more than {plateau_tol:.0%} "
+        "over the second half of training (empty: every run plateaued).",
         compared_with={"trivial": "persistence and linear extrapolation (nRMSE gate); "
                                   "identical surrogates (the trivial row)",
                        "models": ", ".join(models)},
@@ -191,6 +223,10 @@ def no_single_best_claim(table, models, foundation_arch: str | None = None) -> C
         trivial_note=f"every model replaced by {source}'s own numbers (identical surrogates)",
         ideal=None,
         ideal_note="no ideal surrogate for a ranking claim: the exact solver made the data",
+        budget=budget,
+        budget_note={"training_pairs": "the foundation model's pretraining draws from every "
+                                       "dataset's training pairs; its steps count against the "
+                                       "same total optimiser steps"},
     )
 
 
@@ -200,15 +236,16 @@ def no_single_best_claim(table, models, foundation_arch: str | None = None) -> C
 def paired_cells(table, loss_model, composites, metrics=("iou", "spec_high"),
                  reference_only: bool = False, gated: bool = True) -> dict:
     """For each dataset × composite × metric: paired (over seeds) improvement over MSE-only,
-    sign-adjusted so > 0 is better, with its one-sided 95% bounds and a state; only on datasets
-    where MSE-only beats the trivial baseline unless ``gated`` is False.
+    sign-adjusted so > 0 is better, with its one-sided 95% bounds and a state; only on the
+    (dataset, metric) cells where MSE-only beats the better trivial baseline on that metric
+    unless ``gated`` is False.
     ``reference_only``: MSE-only in each composite's place (the trivial row: zero gain)."""
     cells = {}
     for ds in tables.unique(table, "dataset"):
-        if gated and not beats_trivial(table, ds, loss_model):
-            continue
         for comp in composites:
             for metric in metrics:
+                if gated and not beats_trivial_on(table, ds, loss_model, metric):
+                    continue
                 b = _values(table, metric, dataset=ds, model=loss_model, loss="mse")
                 a = b if reference_only else _values(table, metric, dataset=ds,
                                                      model=loss_model, loss=comp)
@@ -238,10 +275,11 @@ def _majority(cells, metric):
             "held": n > 0 and improved > n / 2, "failed": improved + undecided <= n / 2}
 
 
-def composite_claim(table, loss_model, composites) -> Claim:
+def composite_claim(table, loss_model, composites, budget=None, plateau_tol: float = 0.1) -> Claim:
     cells = paired_cells(table, loss_model, composites)
     measured = {"by_metric": {m: _majority(cells, m) for m in ("iou", "spec_high")},
-                "cells": cells}
+                "cells": cells, "not_plateaued": not_plateaued(
+                    tables.select(table, model=loss_model), plateau_tol)}
     zero = paired_cells(table, loss_model, composites, reference_only=True)
     # the widest one-sided half-width, over every dataset (gated or not, so that it exists)
     halves = [c["one_sided_hi"] - c["mean_gain"]
@@ -251,7 +289,7 @@ def composite_claim(table, loss_model, composites) -> Claim:
     def undecided(m):
         by = m["by_metric"]
         if any(v["cells"] == 0 for v in by.values()):
-            return "the MSE-only reference does not beat the trivial baseline on any dataset"
+            return "the MSE-only reference does not beat the trivial baseline on this metric on any dataset"
         if any(v["failed"] for v in by.values()) or all(v["held"] for v in by.values()):
             return None
         return "too many cells whose one-sided 95% interval over seeds contains 0"
@@ -263,15 +301,18 @@ def composite_claim(table, loss_model, composites) -> Claim:
         "(abstract)",
         measured,
         lambda m: all(v["held"] for v in m["by_metric"].values()),
-        f"on {loss_model}, for each dataset where MSE-only beats the trivial baseline, each "
-        f"composite ({', '.join(composites)}) and each of interface IoU (up) and high-wavenumber "
-        "spectral error (down): the paired gain over seeds is significant when its one-sided "
+        f"on {loss_model}, for each composite ({', '.join(composites)}) and each of interface "
+        "IoU (up) and high-wavenumber spectral error (down), on each dataset where MSE-only "
+        "beats the better trivial baseline on that metric (its own gate): the paired gain over seeds is significant when its one-sided "
         "95% lower bound is > 0; held when more than half of the cells are significant for both "
         "metrics; not held when for either metric the significant plus undecided cells are at "
         "most half; otherwise inconclusive",
+        "not_plateaued: runs whose validation loss still fell by more than "
+        f"{plateau_tol:.0%} over the second half of training (empty: every run plateaued).",
         compared_with={"reference": f"{loss_model} with MSE-only, same seeds",
-                       "trivial": "persistence and linear extrapolation (nRMSE gate); MSE-only "
-                                  "in each composite's place (the trivial row)"},
+                       "trivial": "persistence and linear extrapolation (per-metric gate on IoU "
+                                  "and on the high-wavenumber error); MSE-only in each "
+                                  "composite's place (the trivial row)"},
         inconclusive_if=undecided,
         min_detectable_effect=max(halves, default=float("nan")),
         effect="a paired gain over MSE-only with one-sided 95% lower bound > 0 in more than half "
@@ -281,6 +322,74 @@ def composite_claim(table, loss_model, composites) -> Claim:
         ideal=None,
         ideal_note="no loss-specific optimum in closed form for the IoU or the high-wavenumber "
                    "error of a trained surrogate",
+        budget=budget,
+    )
+
+
+ADAPTIVE_RIVALS = ("gradnorm", "equal")  # GradNorm and the same four terms with fixed weights
+CONSISTENCY_METRICS = ("nrmse", "iou", "spec_high")
+
+
+def improved_counts(cells, names) -> dict:
+    """Per loss: the cells (dataset × metric) with a significant paired gain over MSE-only."""
+    return {n: sum(c["state"] == "improved" for c in cells.values() if c["loss"] == n)
+            for n in names}
+
+
+def consistency_claim(table, loss_model, budget=None) -> Claim:
+    """SoftAdapt against GradNorm and the fixed equal-weight composite of the same four terms:
+    the number of (dataset, metric) cells it improves significantly over MSE-only."""
+    names = ("softadapt", *ADAPTIVE_RIVALS)
+    cells = paired_cells(table, loss_model, names, CONSISTENCY_METRICS)
+    zero = paired_cells(table, loss_model, names, CONSISTENCY_METRICS, reference_only=True)
+    halves = [c["one_sided_hi"] - c["mean_gain"] for c in cells.values()
+              if np.isfinite(c["one_sided_hi"]) and np.isfinite(c["mean_gain"])]
+    gains = {n: {k.rsplit("/", 2)[0] + "/" + c["metric"]: c["mean_gain"]
+                 for k, c in cells.items() if c["loss"] == n} for n in names}
+    measured = {"improved_cells": improved_counts(cells, names),
+                "gated_cells_per_loss": sum(c["loss"] == "softadapt" for c in cells.values()),
+                "mean_gain": gains, "cells": cells}
+
+    def best(m):
+        counts = m["improved_cells"]
+        return counts["softadapt"] > max(counts[r] for r in ADAPTIVE_RIVALS)
+
+    def undecided(m):
+        counts = m["improved_cells"]
+        if m["gated_cells_per_loss"] == 0:
+            return "MSE-only beats the trivial baseline on no (dataset, metric) cell"
+        if max(counts.values()) == 0:
+            return "no weighting improves any cell significantly (nothing to be consistent in)"
+        if counts["softadapt"] == max(counts[r] for r in ADAPTIVE_RIVALS):
+            return "SoftAdapt ties with the best rival in significant cells"
+        return None
+
+    return Claim.check(
+        "softadapt_most_consistent",
+        "Among adaptive weightings, SoftAdapt gives the most consistent improvements over "
+        "MSE-only.",
+        "Among adaptive weighting strategies, SoftAdapt provides the most consistent "
+        "improvements (abstract)",
+        measured,
+        best,
+        f"on {loss_model}, cells = dataset × metric ({', '.join(CONSISTENCY_METRICS)}) where "
+        "MSE-only beats the better trivial baseline on that metric; a cell counts for a loss when "
+        "its paired gain over MSE-only has one-sided 95% lower bound > 0; held when SoftAdapt "
+        "improves more cells than GradNorm and than the fixed equal-weight composite of the same "
+        "four terms; not held when fewer; inconclusive on a tie or when nothing improves",
+        "softadapt = normalised slopes with temperature softadapt_beta, weights updated every "
+        "softadapt_every steps; mean_gain per cell is a finding.",
+        compared_with={"trivial": "MSE-only in every weighting's place (zero gain)",
+                       "rivals": "GradNorm; fixed equal weights of the same four terms"},
+        inconclusive_if=undecided,
+        min_detectable_effect=max(halves, default=float("nan")),
+        effect="a paired gain over MSE-only with one-sided 95% lower bound > 0, in more cells "
+               "than either rival",
+        trivial={"improved_cells": improved_counts(zero, names)},
+        trivial_note="MSE-only in every weighting's place (no cell improves)",
+        ideal=None,
+        ideal_note="no known optimal weighting of the four terms for these metrics",
+        budget=budget,
     )
 
 
@@ -308,10 +417,13 @@ def overhead_claim(timing, table, loss_model, composites) -> Claim:
                    for c in composites}
     measured = {"softadapt": result["ratio"]["softadapt"],
                 "gradnorm": result["ratio"]["gradnorm"],
+                "equal": result["ratio"]["equal"],
+                "softadapt_over_equal": result["ratio"]["softadapt"]["median"]
+                / result["ratio"]["equal"]["median"],
                 "control": result["ratio"][CONTROL], "noise_floor": result["noise_floor"],
                 "median_cpu_seconds_per_step": {
                     k: float(np.median(tables.select(timing, loss=k)["seconds_per_step"]))
-                    for k in ("mse", "softadapt", "gradnorm", CONTROL)},
+                    for k in ("mse", "equal", "softadapt", "gradnorm", CONTROL)},
                 "improved_cells_by_loss": consistency}
 
     def decide(m):
@@ -331,7 +443,9 @@ def overhead_claim(timing, table, loss_model, composites) -> Claim:
         f"floor; held when the whole interval of SoftAdapt/MSE is below {OVERHEAD}, not held "
         "when it is above, inconclusive otherwise",
         "GradNorm/MSE is a finding. SoftAdapt evaluates all four loss terms (H¹, interface, "
-        "SSIM) every step, which MSE-only does not; the weights themselves cost a softmax. "
+        "SSIM) in the one forward pass of its gradient, which MSE-only does not; its weights "
+        "are a softmax of four numbers every softadapt_every steps. equal (the same four terms, "
+        "fixed weights) isolates the terms' cost: softadapt_over_equal is the weighting's own. "
         "improved_cells_by_loss (claim 2's significant cells per loss) is the 'most consistent' "
         "finding.",
         compared_with={"reference": "MSE-only training step of the same model",
@@ -346,12 +460,31 @@ def overhead_claim(timing, table, loss_model, composites) -> Claim:
     )
 
 
+def budgets(cfg, names) -> dict:
+    """What the compared models share: optimiser steps, pairs seen (steps × batch) and the pool
+    of training pairs; the foundation model's pretraining steps count in its total (it is
+    fine-tuned for the rest) and its pool is every dataset's."""
+    pool = (cfg.n_traj - cfg.n_test - cfg.n_val) * (cfg.n_frames - 1)
+    out = {}
+    for n in names:
+        out[n] = {"optimiser_steps": cfg.train_steps,
+                  "pairs_seen": cfg.train_steps * cfg.batch_size, "training_pairs": pool}
+        if n == FOUNDATION:
+            out[n].update(training_pairs=pool * len(cfg.datasets),
+                          pretrain_steps=cfg.pretrain_steps)
+    return out
+
+
 @claim_set("tables/metrics.csv", "tables/timing.csv")
 def CLAIMS(run) -> list[Claim]:
     table = tables.read(run.input("metrics.csv"))
     timing = tables.read(run.input("timing.csv"))
     cfg = run.cfg
     composites = [loss for loss in cfg.losses if loss != "mse"]
-    return [no_single_best_claim(table, [*cfg.models, FOUNDATION], cfg.foundation_model),
-            composite_claim(table, cfg.loss_model, composites),
+    loss_budget = budgets(cfg, cfg.losses)
+    return [no_single_best_claim(table, [*cfg.models, FOUNDATION], cfg.foundation_model,
+                                 budgets(cfg, [*cfg.models, FOUNDATION]),
+                                 cfg.plateau_tol),
+            composite_claim(table, cfg.loss_model, composites, loss_budget, cfg.plateau_tol),
+            consistency_claim(table, cfg.loss_model, loss_budget),
             overhead_claim(timing, table, cfg.loss_model, composites)]

@@ -42,6 +42,9 @@ class Config:
     batch_size: Count = 4
     lr: Positive = 0.001
     chunk_size: Count = 50
+    n_val: Count = 1  # training trajectories held out for the validation curve
+    val_every: Count = 10  # steps between validation points
+    plateau_tol: OpenUnit = 0.1  # plateau: validation loss fell < this fraction in the 2nd half
     unet_width: Count = 8
     fno_width: Count = 16
     fno_modes: Count = 8
@@ -52,7 +55,8 @@ class Config:
     vit_heads: Count = 4
     interface_gamma: Positive = 10.0
     interface_tau: Positive = 0.1
-    softadapt_beta: Positive = 0.1
+    softadapt_beta: Positive = 2.0  # temperature on the normalised slopes (in [-1, 1])
+    softadapt_every: Count = 10  # steps between SoftAdapt weight updates
     gradnorm_lr: Positive = 0.025
     gradnorm_a: NonNegative = 1.5
     timing_steps: Count = 10  # training steps per timed call (calls repeat to timing_min_seconds)
@@ -100,6 +104,12 @@ def check(cfg: Config) -> None:
                           f"coarsen {cfg.coarsen}, ViT patch {cfg.vit_patch})")
     if not 1 <= cfg.n_test < cfg.n_traj:
         raise ConfigError(f"neptuna.n_test: must lie in [1, n_traj), got {cfg.n_test}")
+    if cfg.n_val >= cfg.n_traj - cfg.n_test:
+        raise ConfigError(f"neptuna.n_val: must leave a training trajectory (< n_traj − n_test = "
+                          f"{cfg.n_traj - cfg.n_test}), got {cfg.n_val}")
+    if cfg.pretrain_steps >= cfg.train_steps:
+        raise ConfigError(f"neptuna.pretrain_steps: counts against train_steps "
+                          f"({cfg.train_steps}), so must be smaller, got {cfg.pretrain_steps}")
     if cfg.n_frames < 4:
         raise ConfigError(f"neptuna.n_frames: at least 4, got {cfg.n_frames}")
 
@@ -180,15 +190,19 @@ def _rollout_rows(run: Run, key, states, norm, te, mats, dx, history) -> None:
     cfg = run.cfg
     per = train.rollout_seeds(states, norm, jnp.asarray(te), jnp.asarray(mats), dx)
     rows = []
+    gain = train.plateau_gain(history)
     for i, seed in enumerate(cfg.seeds):
         s = evaluate.summarise({k: np.asarray(v)[i] for k, v in per.items()})
-        rows.append({"dataset": key[0], "model": key[1], "loss": key[2], "seed": seed, **s})
+        rows.append({"dataset": key[0], "model": key[1], "loss": key[2], "seed": seed, **s,
+                     "plateau_gain": float(gain[i])})
     out = Path(run.out)
     io.write_table(out, rows, run.meta())
+    val_steps, val = train.validation_curve(history)
     io.write_npz(out.with_suffix(".npz"),
                  nrmse_by_step=np.nanmean(np.asarray(per["nrmse"]), axis=1),  # (seed, steps)
                  weights=np.asarray(history["weights"]),  # (steps, seed, 4)
-                 terms=np.asarray(history["terms"]))
+                 terms=np.asarray(history["terms"]),
+                 val_steps=val_steps, val=val)  # the validation curve (k,), (k, seed)
 
 
 @stage({"dataset": str, "model": str, "loss": str})
@@ -275,7 +289,8 @@ def evaluate_stage(run: Run) -> None:
         for b in evaluate.BASELINES:
             summary = evaluate.summarise({k: np.asarray(v) for k, v in per[b].items()})
             for seed in cfg.seeds:  # deterministic: the same value for every seed
-                metrics.append({"dataset": ds, "model": b, "loss": "-", "seed": seed, **summary})
+                metrics.append({"dataset": ds, "model": b, "loss": "-", "seed": seed, **summary,
+                                "plateau_gain": 0.0})  # nothing to train
             curve = np.nanmean(np.asarray(per[b]["nrmse"]), axis=0)
             rollout += [{"dataset": ds, "model": b, "loss": "-", "seed": cfg.seeds[0],
                          "step": k + 1, "nrmse": float(v)} for k, v in enumerate(curve)]
@@ -299,10 +314,14 @@ def evaluate_stage(run: Run) -> None:
     io.write_table(out / "weights.csv", weights, run.meta())
 
 
+TIMED = ("equal", "softadapt", "gradnorm")  # timed against MSE-only (equal: the same four
+# terms with fixed weights, so SoftAdapt/equal is the cost of the weighting alone)
+
+
 @stage()
 def timing_stage(run: Run) -> None:
-    """CPU seconds per training step of MSE-only, SoftAdapt, GradNorm and MSE-only timed again
-    (the control), in interleaved rounds (repro26.core.timing), each measurement at least
+    """CPU seconds per training step of MSE-only, the fixed equal-weight composite, SoftAdapt,
+    GradNorm and MSE-only timed again (the control), in interleaved rounds (repro26.core.timing), each measurement at least
     timing_min_seconds of CPU."""
     cfg = run.cfg
     from repro26.neptuna import train
@@ -310,7 +329,7 @@ def timing_stage(run: Run) -> None:
     if not run.inputs:
         raise UsageError("--input: the timing stage needs the timing dataset's .h5 file")
     tr, _, _, _ = _load(run.inputs[0], cfg)
-    result = train.time_per_step(("softadapt", "gradnorm"), tr, cfg, cfg.timing_steps,
+    result = train.time_per_step(TIMED, tr, cfg, cfg.timing_steps,
                                  cfg.timing_repeats, cfg.loss_model, cfg.timing_min_seconds)
     io.write_table(run.out, train.timing_rows(result, cfg.timing_steps), run.meta())
 

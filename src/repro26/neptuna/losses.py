@@ -7,12 +7,16 @@ The four terms, each a mean over the batch:
 * interface    L_if  = ⟨w (ŷ − y)²⟩,  w = 1 + γ 1[|∇α_y| > τ] (cells on the true interface)
 * structure    L_ss  = 1 − SSIM(ŷ, y) (Gaussian 7×7 window σ = 1.5, Wang et al. 2004)
 
-Fixed composites: ``sobolev`` = L_mse + L_h1, ``interface`` = L_if, ``ssim`` = L_mse + L_ss.
-Adaptive: Σ w_i L_i over all four with
+Fixed composites: ``sobolev`` = L_mse + L_h1, ``interface`` = L_if, ``ssim`` = L_mse + L_ss,
+``equal`` = ¼ Σ_i L_i (the four terms with fixed equal weights: the non-adaptive counterpart of
+the adaptive losses, which start from these weights). Adaptive: Σ w_i L_i over all four with
 
-* SoftAdapt (Heydari et al. 2019) from the slopes s_i = L_i(t) − L_i(t−1):
-  plain w = softmax(β s); normalised w = softmax(β s / Σ|s_j|); loss-weighted
-  w_i = L_i e^{β s_i} / Σ_j L_j e^{β s_j};
+* SoftAdapt (Heydari et al. 2019) from the loss slopes s_i = L_i(t) − L_i(t−k) between two weight
+  updates, normalised n_i = s_i / Σ_j |s_j| (the paper's remedy for terms of different scales:
+  the raw slopes of these terms are ~1e-4, so softmax(β s) would stay at equal weights), with
+  temperature β: ``softadapt`` w_i = e^{β n_i} / Σ_j e^{β n_j}; loss-weighted ``softadapt_lw``
+  w_i = L_i e^{β n_i} / Σ_j L_j e^{β n_j}. A term whose loss stalls or rises (n_i largest) gains
+  weight;
 * GradNorm (Chen et al. 2018): learned w, moved by the gradient of Σ_i |G_i − Ḡ r_i^a| with
   G_i = ‖∇_head w_i L_i‖ (the last shared layer), r_i = (L_i/L_i(0)) / mean_j(L_j/L_j(0)),
   the target held constant; then w ≥ 0 renormalised to sum 1.
@@ -27,8 +31,10 @@ from jaxtyping import Array, Float
 ALPHA = 4  # channel index of the volume fraction
 TERMS = ("mse", "h1", "interface", "ssim")
 FIXED = {"mse": (1.0, 0.0, 0.0, 0.0), "sobolev": (1.0, 1.0, 0.0, 0.0),
-         "interface": (0.0, 0.0, 1.0, 0.0), "ssim": (1.0, 0.0, 0.0, 1.0)}
-ADAPTIVE = ("softadapt", "softadapt_norm", "softadapt_lw", "gradnorm")
+         "interface": (0.0, 0.0, 1.0, 0.0), "ssim": (1.0, 0.0, 0.0, 1.0),
+         "equal": (0.25, 0.25, 0.25, 0.25)}
+SOFTADAPT = ("softadapt", "softadapt_lw")
+ADAPTIVE = (*SOFTADAPT, "gradnorm")
 LOSSES = (*FIXED, *ADAPTIVE)
 
 
@@ -39,7 +45,8 @@ def _gaussian_window(size: int = 7, sigma: float = 1.5):
 
 
 def _blur(x):
-    """Separable Gaussian filter of (..., H, W) fields, 'valid' region."""
+    """Separable Gaussian filter of (..., H, W) fields, 'valid' region (SSIM blurs its five
+    moment fields stacked, in one call)."""
     g = _gaussian_window()
     k = g.size
     h, w = x.shape[-2:]
@@ -54,10 +61,10 @@ def ssim(a: Float[Array, "... H W"], b: Float[Array, "... H W"], data_range=None
         data_range = jnp.max(b, (-2, -1)) - jnp.min(b, (-2, -1))
     L = jnp.maximum(data_range, 1e-6)[..., None, None]
     c1, c2 = (0.01 * L) ** 2, (0.03 * L) ** 2
-    mu_a, mu_b = _blur(a), _blur(b)
-    var_a = _blur(a * a) - mu_a**2
-    var_b = _blur(b * b) - mu_b**2
-    cov = _blur(a * b) - mu_a * mu_b
+    mu_a, mu_b, aa, bb, ab = _blur(jnp.stack([a, b, a * a, b * b, a * b]))
+    var_a = aa - mu_a**2
+    var_b = bb - mu_b**2
+    cov = ab - mu_a * mu_b
     s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2))
     return s.mean((-2, -1))
 
@@ -101,14 +108,13 @@ def active_terms(loss: str) -> tuple[bool, ...]:
     return (True,) * len(TERMS)
 
 
-def softadapt_weights(current, previous, variant: str = "softadapt", beta: float = 0.1):
-    """SoftAdapt weights from the loss slopes s = current − previous (sum to one)."""
+def softadapt_weights(current, previous, variant: str = "softadapt", beta: float = 2.0):
+    """SoftAdapt weights (sum to one) from the normalised slopes n = s / Σ|s|, s = current −
+    previous: e^{β n} / Σ e^{β n}, or for ``softadapt_lw`` L e^{β n} / Σ L e^{β n} with L =
+    ``current``. Shifting n by its maximum before the exponential leaves the weights unchanged."""
     s = current - previous
-    if variant == "softadapt_norm":
-        s = s / (jnp.sum(jnp.abs(s)) + 1e-12)
-    z = beta * s
-    z = z - jnp.max(z)
-    e = jnp.exp(z)
+    n = s / (jnp.sum(jnp.abs(s)) + 1e-12)
+    e = jnp.exp(beta * (n - jnp.max(n)))
     if variant == "softadapt_lw":
         e = current * e
     return e / jnp.sum(e)

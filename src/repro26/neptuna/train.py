@@ -2,9 +2,17 @@
 (``vmap`` over seeds inside ``repro26.core.train.run_loop``), then rollout evaluation.
 
 The loss is Σ_i w_i L_i over the four terms of :mod:`losses`; the weights are fixed (``mse``,
-``sobolev``, ``interface``, ``ssim``), SoftAdapt weights from the slopes of an exponential moving
-average (decay 0.9) of the terms, or GradNorm's learned weights. The weights used at a step were
-computed from the previous steps, so each step takes one gradient of the network.
+``sobolev``, ``interface``, ``ssim``, ``equal``), SoftAdapt weights recomputed every
+``softadapt_every`` steps from the slopes of an exponential moving average (decay 0.9) of the
+terms since the previous update, or GradNorm's learned weights. The weights used at a step were
+computed from the previous steps, and the terms come out of the one forward pass the gradient
+needs, so each step takes one gradient of the network whatever the loss.
+
+Budget and validation: every from-scratch model trains ``train_steps`` Adam steps of
+``batch_size`` pairs; the foundation model's ``pretrain_steps`` count against the same budget
+(it is fine-tuned for ``train_steps − pretrain_steps``). The last ``n_val`` training trajectories
+of each dataset are held out; the one-step MSE on their pairs (normalised fields) is recorded every
+``val_every`` steps (the validation curve the plateau check reads).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ class BalanceState(eqx.Module):
     weights: jax.Array  # (4,) weights used at the next step
     ema: jax.Array  # (4,) moving average of the terms
     initial: jax.Array  # (4,) terms at step 0 (GradNorm's L_i(0))
+    anchor: jax.Array  # (4,) moving average at SoftAdapt's last weight update
     step: jax.Array
 
 
@@ -106,16 +115,19 @@ def make_step(loss: str, optimizer, cfg):
         first = state.step == 0
         initial = jnp.where(first, terms, state.initial)
         ema = jnp.where(first, terms, EMA * state.ema + (1 - EMA) * terms)
+        anchor = state.anchor
         if loss in losses.FIXED:
             new_w = state.weights
         elif loss == "gradnorm":
             norms = head_grad_norms(state.model, x, y)
             new_w = losses.gradnorm_update(state.weights, norms, terms, initial,
                                            cfg.gradnorm_lr, cfg.gradnorm_a)
-        else:
-            new_w = jnp.where(first, state.weights,
-                              losses.softadapt_weights(ema, state.ema, loss, cfg.softadapt_beta))
-        new = BalanceState(model, opt_state, new_w, ema, initial, state.step + 1)
+        else:  # SoftAdapt: slopes of the moving average since the last update, every k steps
+            due = (state.step + 1) % cfg.softadapt_every == 0
+            new_w = jnp.where(due, losses.softadapt_weights(ema, state.anchor, loss,
+                                                            cfg.softadapt_beta), state.weights)
+            anchor = jnp.where(first | due, ema, state.anchor)
+        new = BalanceState(model, opt_state, new_w, ema, initial, anchor, state.step + 1)
         return new, {"loss": total, "terms": terms, "weights": state.weights}
 
     return step
@@ -125,7 +137,7 @@ def init_state(name, loss, channels, shape, cfg, optimizer, key):
     model = models.build(name, channels, shape, cfg, key)
     opt_state = optimizer.init(eqx.filter(model, eqx.is_inexact_array))
     zeros = jnp.zeros((len(losses.TERMS),), jnp.float32)
-    return BalanceState(model, opt_state, initial_weights(loss), zeros, zeros,
+    return BalanceState(model, opt_state, initial_weights(loss), zeros, zeros, zeros,
                         jnp.zeros((), jnp.int32))
 
 
@@ -147,9 +159,23 @@ def init_models(name: str, channels: int, shape, cfg, seeds):
     return eqx.filter_vmap(lambda k: models.build(name, channels, shape, cfg, k))(keys)
 
 
-def _fit(name, loss, X, Y, cfg, seeds, steps, start_models=None, progress=False, tag=""):
+def split_validation(train_fields, n_val: int):
+    """(fit trajectories, validation trajectories): the last ``n_val`` of the training set."""
+    return train_fields[:-n_val], train_fields[-n_val:]
+
+
+def one_step_mse(model, X, Y):
+    """Validation loss: ⟨(f(x) − y)²⟩ over the pairs (normalised fields)."""
+    return jnp.mean((jax.vmap(model)(X) - Y) ** 2)
+
+
+def _fit(name, loss, data, cfg, seeds, steps, start_models=None, progress=False, tag=""):
     """``steps`` Adam steps (cosine schedule) of one (model, loss) for every seed at once, from
-    ``start_models`` (stacked over seeds) when given, else from the seeds' initialisation."""
+    ``start_models`` (stacked over seeds) when given, else from the seeds' initialisation.
+    ``data`` = (X, Y, X_val, Y_val); the history's ``val`` is the validation loss of every seed
+    after each multiple of ``val_every`` steps and after the last step (−1 in between: a loss is
+    ≥ 0, and the loop refuses non-finite metrics)."""
+    X, Y, Xv, Yv = data
     c, h, w = X.shape[1:]
     optimizer = optimizer_of(cfg, steps)
     keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
@@ -162,32 +188,67 @@ def _fit(name, loss, X, Y, cfg, seeds, steps, start_models=None, progress=False,
     n = len(seeds)
 
     def step(state, batch, key):
-        return eqx.filter_vmap(single, in_axes=(eqx.if_array(0), None, 0))(state, batch, jax.random.split(key, n))
+        X, Y, Xv, Yv = batch
+        new, metrics = eqx.filter_vmap(single, in_axes=(eqx.if_array(0), None, 0))(
+            state, (X, Y), jax.random.split(key, n))
+        t = new.step[0]  # steps done (the same for every seed)
+        due = (t % cfg.val_every == 0) | (t == steps)
+        val = jax.lax.cond(due, lambda: eqx.filter_vmap(lambda m: one_step_mse(m, Xv, Yv))(new.model),
+                           lambda: jnp.full((n,), -1.0, jnp.float32))
+        return new, {**metrics, "val": val}
 
     step.__name__ = f"neptuna_{name}_{loss}{tag}"
-    return run_loop(step, states, (X, Y), key=jax.random.PRNGKey(1000 + seeds[0]),
+    return run_loop(step, states, data, key=jax.random.PRNGKey(1000 + seeds[0]),
                     num_steps=steps, chunk_size=cfg.chunk_size, desc=f"{name}/{loss}{tag}",
                     progress=progress)
 
 
+def _pairs_with_validation(train_fields, norm, n_val):
+    fit, val = split_validation(train_fields, n_val)
+    return (*pairs(norm(jnp.asarray(fit))), *pairs(norm(jnp.asarray(val))))
+
+
+def finetune_steps(cfg) -> int:
+    """The foundation model's fine-tuning steps: its pretraining counts against ``train_steps``."""
+    return cfg.train_steps - cfg.pretrain_steps
+
+
 def train_seeds(name: str, loss: str, train_fields, cfg, seeds, progress=False,
                 start_models=None):
-    """Train one (model, loss) for every seed at once for ``cfg.train_steps`` (from scratch, or
-    fine-tuning ``start_models``); returns (stacked states, history, normaliser)."""
+    """Train one (model, loss) for every seed at once: ``train_steps`` from scratch, or
+    :func:`finetune_steps` fine-tuning ``start_models``; returns (stacked states, history,
+    normaliser). The normaliser is fitted on all training trajectories (validation included)."""
     norm = Normaliser.fit(train_fields)
-    X, Y = pairs(norm(jnp.asarray(train_fields)))
-    states, history = _fit(name, loss, X, Y, cfg, seeds, cfg.train_steps, start_models, progress,
+    data = _pairs_with_validation(train_fields, norm, cfg.n_val)
+    steps = cfg.train_steps if start_models is None else finetune_steps(cfg)
+    states, history = _fit(name, loss, data, cfg, seeds, steps, start_models, progress,
                            "" if start_models is None else "_finetune")
     return states, history, norm
 
 
 def pretrain_seeds(name: str, train_sets, cfg, seeds, progress=False):
     """Foundation pretraining: MSE next-step training for ``cfg.pretrain_steps`` on the union of
-    the datasets' pairs, each dataset normalised by its own training statistics (the same
-    normaliser its fine-tuning and its from-scratch model use). Returns (states, history)."""
-    Xs, Ys = zip(*(pairs(Normaliser.fit(tr)(jnp.asarray(tr))) for tr in train_sets))
-    return _fit(name, "mse", jnp.concatenate(Xs), jnp.concatenate(Ys), cfg, seeds,
-                cfg.pretrain_steps, None, progress, "_pretrain")
+    the datasets' fit pairs (validation: the union of their held-out pairs), each dataset
+    normalised by its own training statistics (the same normaliser its fine-tuning and its
+    from-scratch model use). Returns (states, history)."""
+    parts = [_pairs_with_validation(tr, Normaliser.fit(tr), cfg.n_val) for tr in train_sets]
+    data = tuple(jnp.concatenate(a) for a in zip(*parts))
+    return _fit(name, "mse", data, cfg, seeds, cfg.pretrain_steps, None, progress, "_pretrain")
+
+
+def validation_curve(history) -> tuple[np.ndarray, np.ndarray]:
+    """(steps (k,), validation loss (k, seed)) at the steps where it was recorded."""
+    val = np.asarray(history["val"])  # (steps, seed)
+    done = np.flatnonzero(val[:, 0] >= 0)
+    return done + 1, val[done]
+
+
+def plateau_gain(history) -> np.ndarray:
+    """Per seed: relative decrease of the validation loss over the second half of training,
+    (v(T/2) − v(T)) / v(T/2), v(T/2) the recorded point nearest the midpoint."""
+    steps, val = validation_curve(history)
+    mid = int(np.argmin(np.abs(steps - steps[-1] / 2)))
+    return (val[mid] - val[-1]) / val[mid]
 
 
 def rollout_seeds(states, norm, test_fields, mats, dx: float):
