@@ -132,12 +132,14 @@ class Residual(eqx.Module):
     """``u_theta(s, x, a~ r, node)``: MLP on (edge time, state, soft-signed guiding term, node
     embedding); output in noise coordinates (drift correction ``sigma u``, cost ``1/2 |u|^2``).
 
-    The last layer starts at zero, so training starts from BFFG.
+    The last layer starts at zero, so training starts from BFFG. ``x_scale`` (the largest
+    absolute observation) is an array leaf under ``stop_gradient``: a constant of the data, not a
+    parameter, and the same compiled function serves every seed whatever its value.
     """
 
     mlp: eqx.nn.MLP
     embed: Float[Array, "n1 e"]
-    x_scale: float
+    x_scale: Float[Array, ""]
 
     def __init__(self, d: int, m: int, num_nodes: int, width: int, depth: int, embed_dim: int,
                  x_scale: float, *, key: PRNGKeyArray):
@@ -148,12 +150,12 @@ class Residual(eqx.Module):
                           (jnp.zeros_like(last.weight), jnp.zeros_like(last.bias)))
         self.mlp = mlp
         self.embed = 0.1 * jax.random.normal(k2, (num_nodes, embed_dim))
-        self.x_scale = x_scale
+        self.x_scale = jnp.asarray(x_scale, self.embed.dtype)
 
     def __call__(self, s: Float[Array, ""], x: Float[Array, " d"], guide: Float[Array, " d"],
                  node: Int[Array, ""]) -> Float[Array, " m"]:
         g = guide / (1.0 + jnp.abs(guide))
-        inp = jnp.concatenate([jnp.atleast_1d(s), x / self.x_scale, g, self.embed[node]])
+        inp = jnp.concatenate([jnp.atleast_1d(s), x / jax.lax.stop_gradient(self.x_scale), g, self.embed[node]])
         return self.mlp(inp)
 
 
