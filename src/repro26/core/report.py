@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import base64
 import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
 from html.parser import HTMLParser
 from io import BytesIO
 from pathlib import Path
@@ -376,9 +382,6 @@ _CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-qui
 def chromium_binary() -> str | None:
     """The headless browser to render the report with: ``$REPRO26_CHROMIUM``, else ``chromium``
     or ``chromium-browser`` on the PATH, else None."""
-    import os
-    import shutil
-
     return os.environ.get("REPRO26_CHROMIUM") or shutil.which("chromium") or shutil.which(
         "chromium-browser")
 
@@ -389,11 +392,6 @@ def browser_problems(path: str | Path, max_cell: int = MAX_TEXT,
     Chromium, and a script run after the page's ``load`` event counts every innermost table cell
     whose rendered text is longer than ``max_cell`` characters and every figure the browser did
     not decode to at least 50×50 pixels. Raises FileNotFoundError when no Chromium is installed."""
-    import json
-    import re
-    import subprocess
-    import tempfile
-
     chromium = chromium or chromium_binary()
     if chromium is None:
         raise FileNotFoundError("no headless Chromium: install Debian's `chromium` or set "
