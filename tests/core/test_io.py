@@ -152,3 +152,24 @@ def test_memory_check_names_the_setting_and_both_sizes():
     with pytest.raises(io.UsageError, match=r"grid=1e8 needs about 4 GB .* has 2 GB available"):
         memory.require(4 * memory.GB, "grid=1e8", available=2 * memory.GB)
     assert 0 < memory.available_bytes() < 2**50
+
+
+def test_compiled_memory_check_reads_xlas_analysis(monkeypatch):
+    """``require_compiled`` takes the peak of a compiled program (plain ``jax.jit`` or
+    ``eqx.filter_jit``) from XLA's memory analysis: a 1000×1000 float32 output (4 MB) passes with
+    8 MB available and is refused with 1 MB, before the program runs."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    from repro26.core import memory
+
+    def ones(x):
+        return jnp.ones((1000, 1000)) * x
+
+    for compiled in (jax.jit(ones).lower(1.0).compile(), eqx.filter_jit(ones).lower(1.0).compile()):
+        monkeypatch.setattr(memory, "available_bytes", lambda: 8 * 2**20)
+        memory.require_compiled(compiled, "ones")
+        monkeypatch.setattr(memory, "available_bytes", lambda: 2**20)
+        with pytest.raises(io.UsageError, match=r"^ones needs about 0.00\d+ GB"):
+            memory.require_compiled(compiled, "ones")

@@ -65,3 +65,15 @@ def require(nbytes: float, what: str, available: int | None = None) -> None:
         raise UsageError(f"{what} needs about {nbytes / GB:.3g} GB of memory; this machine has "
                          f"{have / GB:.3g} GB available (lower it, or run at a scale meant for a "
                          "bigger machine)")
+
+
+def require_compiled(compiled, what: str) -> None:
+    """:func:`require` for a compiled program (``jax.jit(f).lower(...).compile()`` or
+    ``eqx.filter_jit``'s, which wraps it as ``.compiled``): its peak is
+    taken from XLA's memory analysis as arguments + outputs + temporaries − aliased buffers, so the
+    check runs after compiling and before anything is allocated. No analysis (some backends): no
+    check."""
+    stats = getattr(compiled, "compiled", compiled).memory_analysis()
+    if stats is not None:
+        require(stats.argument_size_in_bytes + stats.output_size_in_bytes
+                + stats.temp_size_in_bytes - stats.alias_size_in_bytes, what)

@@ -149,7 +149,7 @@ def run_loop(
     full = min(chunk_size, num_steps - start)
     if full > 0:
         compiled = run_chunk.lower(state, data, key, jnp.arange(full)).compile()
-        _require_memory(compiled, f"{desc}: one compiled chunk of {full} steps")
+        memory.require_compiled(compiled, f"{desc}: one compiled chunk of {full} steps")
     bar = tqdm(
         total=num_steps, initial=start, desc=desc, disable=not progress, file=sys.stderr,
         mininterval=0.5 if sys.stderr.isatty() else 10.0, unit="step",
@@ -176,15 +176,6 @@ def run_loop(
             last_ckpt = step
     bar.close()
     return state, {k: np.concatenate(v) for k, v in history.items()}
-
-
-def _require_memory(compiled: Any, what: str) -> None:
-    """One line and exit 2 (``memory.require``) if the compiled chunk needs more memory than the
-    device has: its arguments, outputs and temporaries, less what XLA aliases."""
-    stats = compiled.compiled.memory_analysis()
-    if stats is not None:
-        memory.require(stats.argument_size_in_bytes + stats.output_size_in_bytes
-                       + stats.temp_size_in_bytes - stats.alias_size_in_bytes, what)
 
 
 def _resume(ckpt: Path, hist_path: Path, like: Any, tag: str, num_steps: int):

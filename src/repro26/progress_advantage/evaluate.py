@@ -194,12 +194,8 @@ def agentic(cfg, models, progress: bool = False):
     args = (spec, cfg.kl_coef, cfg.n_val, cfg.n_test, cfg.n_candidates, cfg.n_attribution,
             cfg.n_beam, tuple(ns), cfg.beam_expand, models, _keys(cfg.seeds, 11))
     compiled = _scored.lower(*args).compile()
-    stats = compiled.compiled.memory_analysis()
-    if stats is not None:  # one line and exit 2 before XLA allocates (arguments + outputs + temps)
-        memory.require(stats.argument_size_in_bytes + stats.output_size_in_bytes
-                       + stats.temp_size_in_bytes - stats.alias_size_in_bytes,
-                       f"evaluation of {len(cfg.seeds)} seeds (n_test={cfg.n_test}, "
-                       f"n_candidates={cfg.n_candidates}, n_beam={cfg.n_beam})")
+    memory.require_compiled(compiled, f"evaluation of {len(cfg.seeds)} seeds (n_test={cfg.n_test}, "
+                            f"n_candidates={cfg.n_candidates}, n_beam={cfg.n_beam})")
     res = compiled(*args)
     res = jax.tree.map(np.asarray, res)
     bon, roc, attr, pol, bs = [], [], [], [], []

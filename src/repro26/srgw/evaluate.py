@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import comb
 
-from repro26.core import timing
+from repro26.core import memory, timing
 from repro26.core.config import ConfigError
 from repro26.core.stats import loglog_slope, summary
 from repro26.srgw import data, model, solvers
@@ -123,10 +123,16 @@ def graph_key(seed: int, family: str, n: int) -> jax.Array:
 
 @functools.lru_cache(maxsize=None)
 def _sampler(spec: data.SBMSpec | str, n: int):
-    """Jitted ``key -> (A, P, latent)`` for one family and n (compiled once, reused by seeds)."""
+    """Compiled ``key -> (A, P, latent)`` for one family and n (compiled once, reused by seeds),
+    after a memory check of its dense n×n outputs and temporaries (one line and exit 2 when n is
+    too big for this machine, instead of an allocation failure inside XLA)."""
     if isinstance(spec, data.SBMSpec):
-        return jax.jit(lambda key: data.sample_sbm(key, n, spec))
-    return jax.jit(lambda key: data.sample_graphon(key, n, spec))
+        fn = jax.jit(lambda key: data.sample_sbm(key, n, spec))
+    else:
+        fn = jax.jit(lambda key: data.sample_graphon(key, n, spec))
+    compiled = fn.lower(jax.random.PRNGKey(0)).compile()
+    memory.require_compiled(compiled, f"sampling a dense graph of n={n} nodes")
+    return compiled
 
 
 def sample(cfg, family: str, n: int, seed: int):
