@@ -18,6 +18,7 @@ import optax
 
 from repro26.attn_recurrence import data, losses
 from repro26.attn_recurrence.model import GPT2, init_gpt2, make_surrogate
+from repro26.core.config import ConfigError
 from repro26.core.train import init_train_state, optax_step, run_loop
 
 
@@ -75,11 +76,15 @@ def lm_data(kind: str, cfg, seed: int):
     T = cfg.lm_seq_len
     if kind == "charlm":
         stream = data.kjv_ids()
+        held_start = len(stream) - (T + 1) * cfg.survey_sequences - 1
+        room = (held_start - len(stream) // 2) // (T + 1)  # windows from any start in the 1st half
+        if cfg.lm_train_windows > room:  # that stay clear of the held-out tail
+            raise ConfigError(f"attn_recurrence.lm_train_windows: at most {room} windows of "
+                              f"{T + 1} fit before the held-out text, got {cfg.lm_train_windows}")
         rng = np.random.default_rng(seed)
         start = int(rng.integers(0, len(stream) // 2))
         train = data.text_windows(stream, T, cfg.lm_train_windows, start)
-        held = data.text_windows(stream, T, cfg.survey_sequences, len(stream) - (T + 1) *
-                                 cfg.survey_sequences - 1)
+        held = data.text_windows(stream, T, cfg.survey_sequences, held_start)
         return ((jnp.asarray(train), jnp.ones((len(train), T))),
                 (jnp.asarray(held), jnp.ones((len(held), T))), len(data.ALPHABET))
     if kind == "mqar":
