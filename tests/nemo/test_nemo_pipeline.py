@@ -20,6 +20,12 @@ def smoke():
 @pytest.mark.slow
 def test_smoke_end_to_end(tmp_path, smoke_stages):
     run = smoke_stages("nemo")
+    # the fewest users, iterations and sizes that still run every stage of every method (the
+    # full smoke DAG runs in CI's snakemake stage); two seeds, as the claims need
+    run.cfg = dataclasses.replace(
+        run.cfg, seeds=(0, 1), eval_users=4, planner_beam=2, horizon=4,
+        ppo=dataclasses.replace(run.cfg.ppo, iterations=2, users_per_batch=4, chunk_size=1,
+                                width=4, epochs=1, lookahead=2))
 
     run("data", tmp_path / "data")
     personas = tmp_path / "data" / "personas.npz"
