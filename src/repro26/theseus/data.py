@@ -58,6 +58,9 @@ def glyph_bank(glyph: int) -> np.ndarray:
     return bank
 
 
+IMAGE_BATCH = 2048  # images drawn at once (a vmap of this many; memory ∝ it)
+
+
 def make_images(key: PRNGKeyArray, bank: Float[Array, "fonts 10 g g"], n: int, canvas: int,
                 clutter: int, fragment: int, noise: float
                 ) -> tuple[Float[Array, "n canvas canvas"], Int[Array, " n"]]:
@@ -85,7 +88,8 @@ def make_images(key: PRNGKeyArray, bank: Float[Array, "fonts 10 g g"], n: int, c
         img = img + noise * jax.random.normal(k_noise, img.shape)
         return jnp.clip(img, 0.0, 1.0), label
 
-    return jax.vmap(one)(jax.random.split(key, n))
+    # in batches of at most IMAGE_BATCH: the clutter scan's intermediates stay one batch in size
+    return jax.lax.map(one, jax.random.split(key, n), batch_size=min(n, IMAGE_BATCH))
 
 
 def image_splits(cfg_images, data_seed: int) -> dict[str, np.ndarray]:
