@@ -166,8 +166,8 @@ def main() -> None:
             del As
             Ts = jnp.full((n, K), 1.0 / (n * K)) + jax.random.uniform(key, (n, K)) * 1e-3 / n
             Ts = Ts / Ts.sum(1, keepdims=True) / n
-            out, t = evaluate.Compiled()("sparse", lambda A, T: solvers.solve(A, T, 1000, tol),
-                                         Ab, Ts)
+            solve = evaluate.Compiled(f"the benchmark's sparse solve at n={n}")
+            out, t = solve("sparse", lambda A, T: solvers.solve(A, T, 1000, tol), Ab, Ts)
             rows.append({"n": n, "K": K, "dense": False, "pot_run": False,
                          "name": "to-tolerance (BCOO)", "ours_s": t,
                          "ours_iterations": int(out.n_iter),

@@ -159,3 +159,20 @@ def test_sparse_fit_at_n_200k_runs_under_a_memory_limit(repo_root):
     ari, control = proc.stdout.split("RESULT")[1].split()
     assert control == "MemoryError"
     assert float(ari) > 0.7  # sanity: the blocks are found (random labels: 0)
+
+
+def test_a_program_too_big_for_the_machine_is_refused_before_it_runs(monkeypatch):
+    """Every program of a fit or scaling job passes XLA's memory analysis against the memory
+    left before it first runs: too big is one line naming the job's size settings."""
+    from repro26.core import memory
+    from repro26.core.config import UsageError
+
+    run = evaluate.Compiled("the scaling study at n=4 (scaling_ns)")
+    x = jnp.ones((256, 256))
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2**18)  # below its 256 KB argument + 256 KB output
+    with pytest.raises(UsageError, match=r"scaling study at n=4 \(scaling_ns\) \(double\) needs"):
+        run("double", lambda a: a @ a, x)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2**30)
+    out, seconds = run("double", lambda a: a @ a, x)
+    np.testing.assert_allclose(np.asarray(out), 256.0)
+    assert seconds >= 0

@@ -177,15 +177,21 @@ def _srgw_fit(est: model.SrgwEstimator, A, key):
 class Compiled:
     """Ahead-of-time compiled functions of one job, keyed by name (which must encode every
     static value, e.g. K): compiled on first use, then reused by every seed, so each call's wall
-    time excludes compilation."""
+    time excludes compilation. Each program's peak memory (XLA's analysis) is checked against
+    the machine's before it first runs: ``what`` names the job's size settings in the one-line
+    refusal."""
 
-    def __init__(self):
+    def __init__(self, what: str):
         self._cache: dict[str, Any] = {}
+        self.what = what
 
     def compile(self, name: str, fn: Callable, *args) -> None:
-        """Compile ``fn`` for ``args`` under ``name`` (no-op when already compiled)."""
+        """Compile ``fn`` for ``args`` under ``name`` (no-op when already compiled), refusing a
+        program too big for this machine."""
         if name not in self._cache:
-            self._cache[name] = jax.jit(fn).lower(*args).compile()
+            compiled = jax.jit(fn).lower(*args).compile()
+            memory.require_compiled(compiled, f"{self.what} ({name})")
+            self._cache[name] = compiled
 
     def __call__(self, name: str, fn: Callable, *args) -> tuple[Any, float]:
         """``(fn(*args), seconds)``; ``fn`` is compiled for ``args`` the first time ``name`` is
@@ -251,7 +257,7 @@ def fit_family_n(cfg, family: str, n: int, progress: bool = False) -> list[dict]
     time in ``k_select_s``) and shared by every K-block estimator; srGW at the rate-theory K is
     then also reported as ``srgw_ktheory`` (a copy of the ``srgw`` row where they coincide).
     """
-    run = Compiled()
+    run = Compiled(f"fitting the {family} graphs of n={n} nodes (sbm_ns, graphon_ns)")
     rows = []
     for seed in cfg.seeds:
         A, P, z_true, K_theory = sample(cfg, family, n, seed)
@@ -565,7 +571,8 @@ def scaling_ours(cfg, n: int, degree: float, K: int, seed: int, iters: int) -> d
     def chained_products(A, T0):  # each product depends on the last: nothing is hoisted
         return jax.lax.fori_loop(0, iters, lambda _, X: (A @ X) / degree, T0)
 
-    run = Compiled()
+    run = Compiled(f"the sparse scaling study at n={n}, mean degree {degree:g}, K={K} "
+                   "(scaling_ns, scaling_degrees, scaling_ks)")
     for name, fn, args in (("fit", est.fit_blocks, (A, k_fit)), ("iters", loop, (A, T0)),
                            ("matmul", chained_products, (A, T0))):
         run.compile(name, fn, *args)
