@@ -225,3 +225,36 @@ def test_every_parameter_of_every_network_learns():
     guide, gru = _text_pair("gru")
     for net in (guide, gru, _text_pair("linear")[1], M.make_text_linear(KEY, 7, 3)):
         assert_every_parameter_learns(net, ce, text)
+
+
+def test_batched_evaluation_and_cka_match_one_pass_per_seed(monkeypatch):
+    """The test set goes through the networks in batches of EVAL_BATCH (300 inputs: one full
+    batch and a remainder): NLL and accuracy equal one vmap over all inputs per seed; layer CKA
+    equals linear CKA of each seed's stage outputs; a CKA too big for memory is one line."""
+    from types import SimpleNamespace
+
+    from repro26.core import memory
+    from repro26.core.config import UsageError
+
+    assert train.EVAL_BATCH < 300
+    make = lambda k: M.make_cnn(k, CANVAS, CHANNELS)  # noqa: E731
+    net = train.stacked(make, [0, 1], "target")
+    guide = train.stacked(make, [0, 1], "guide")
+    x = jax.random.uniform(KEY, (300, CANVAS, CANVAS))
+    y = jnp.arange(300) % 3
+    task = SimpleNamespace(name="images", x_test=np.asarray(x), y_test=np.asarray(y))
+    got = train.evaluate(net, task)
+    cka = train.layer_cka(net, guide, task, 40)
+    for i in range(2):
+        one = jax.tree_util.tree_map(lambda a: a[i] if eqx.is_array(a) else a, net)
+        ref = jax.tree_util.tree_map(lambda a: a[i] if eqx.is_array(a) else a, guide)
+        logits = jax.vmap(one)(x)
+        np.testing.assert_allclose(got["nll"][i], losses.cross_entropy(logits, y), rtol=1e-5)
+        np.testing.assert_allclose(got["accuracy"][i], np.mean(np.argmax(logits, -1) == y))
+        for k, (a, b) in enumerate(zip(jax.vmap(one.features)(x[:40]),
+                                       jax.vmap(ref.features)(x[:40]))):
+            np.testing.assert_allclose(cka[i, k], losses.linear_cka(a.reshape(40, -1),
+                                                                    b.reshape(40, -1)), rtol=1e-4)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2**10)
+    with pytest.raises(UsageError, match="CKA of images models on cka_samples=40"):
+        train.layer_cka(net, guide, task, 40)

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from repro26.core import memory
 from repro26.core.train import init_train_state, optax_step, run_loop
 from repro26.theseus import losses
 from repro26.theseus import model as M
@@ -176,8 +177,11 @@ def fit(net: M.Network, guide: M.Network | None, task: Task, loss_fn, seeds, ste
 # ----------------------------------------------------------------------------- evaluation
 
 
+EVAL_BATCH = 256  # test inputs through a network at once: evaluation memory ∝ it, not the test set
+
+
 def _eval_one(net: M.Network, x, y):
-    logits = jax.vmap(net)(x)
+    logits = jax.lax.map(net, x, batch_size=min(x.shape[0], EVAL_BATCH))
     nll = losses.cross_entropy(logits, y)
     acc = jnp.mean(jnp.argmax(logits, -1) == y)
     return nll, acc
@@ -190,27 +194,35 @@ def _eval_stacked(net, x, y):
 
 def evaluate(net: M.Network, task: Task) -> dict[str, np.ndarray]:
     """Per-seed test metrics: ``nll`` (nats per label), ``accuracy`` and, for text, perplexity
-    ``exp(nll)`` per character."""
+    ``exp(nll)`` per character; the test set goes through in batches of ``EVAL_BATCH``."""
     nll, acc = _eval_stacked(net, jnp.asarray(task.x_test), jnp.asarray(task.y_test))
     out = {"nll": np.asarray(nll), "accuracy": np.asarray(acc)}
     out["perplexity"] = np.exp(out["nll"])
     return out
 
 
-@eqx.filter_jit
-def _layer_cka(net, guide, x):
+def _stage_features(net, guide, x):
+    """Every stage output of each seed's ``net`` and ``guide`` on ``x``."""
     def one(n, g):
-        h, gh = jax.vmap(n.features)(x), jax.vmap(g.features)(x)
-        return jnp.stack([losses.linear_cka(as_samples(a, n.part), as_samples(b, n.part))
-                          for a, b in zip(h, gh)])
+        return jax.vmap(n.features)(x), jax.vmap(g.features)(x)
 
     return eqx.filter_vmap(one)(net, guide)
 
 
+@eqx.filter_jit
+def _layer_cka(net, guide, x):
+    cka = jax.vmap(lambda a, b: losses.linear_cka(as_samples(a, net.part), as_samples(b, net.part)))
+    return jnp.stack([cka(a, b) for a, b in zip(*_stage_features(net, guide, x))], axis=1)
+
+
 def layer_cka(net: M.Network, guide: M.Network, task: Task, n: int) -> np.ndarray:
     """``(seeds, K)``: linear CKA between each stage output of ``net`` and of ``guide`` on the
-    first ``n`` test inputs."""
-    return np.asarray(_layer_cka(net, guide, jnp.asarray(task.x_test[:n])))
+    first ``n`` test inputs (all n at once: CKA compares whole Gram matrices), after a check that
+    the stage outputs of both networks fit in memory (twice: features and centred copies)."""
+    x = jnp.asarray(task.x_test[:n])
+    memory.require(2 * memory.traced_bytes(_stage_features, net, guide, x),
+                   f"the CKA of {task.name} models on cka_samples={n} test inputs")
+    return np.asarray(_layer_cka(net, guide, x))
 
 
 # ----------------------------------------------------------------------------- one job
