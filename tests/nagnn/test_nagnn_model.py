@@ -40,7 +40,7 @@ def test_nagnn_solves_links_predicted_by_common_neighbours():
     step = optax_step(link_loss, opt)
     train = Stream(*(a[:4] for a in stream[:3]), stream.x)
     state, hist = run_loop(step, init_train_state(nagnn, opt), (train, jnp.arange(N)),
-                           key=jax.random.PRNGKey(1), num_steps=60, chunk_size=60,
+                           key=jax.random.PRNGKey(1), num_steps=30, chunk_size=30,
                            progress=False)
     rng = np.random.default_rng(2)
     pos_src, pos_dst = np.asarray(stream.src[-1, :k]), np.asarray(stream.dst[-1, :k])

@@ -31,13 +31,13 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
             ckpt = tmp_path / "runs" / "dsbm" / f"{model}.eqx"
             run("train", ckpt, [data], variant=f"model={model},dataset=dsbm")
             inputs.append(ckpt)
-            losses.append(ckpt.with_suffix(".csv"))
+            losses += [ckpt.with_suffix(".csv"), ckpt.with_suffix(".fit.csv")]
         evals.append(tmp_path / "eval" / "dsbm" / f"{model}.csv")
         run("evaluate", evals[-1], inputs, variant=f"model={model},dataset=dsbm")
     run("speed", tmp_path / "speed" / "dsbm.csv", [data], variant="dataset=dsbm")
     run("tables", tmp_path / "tables", [*evals, tmp_path / "speed" / "dsbm.csv", *losses])
-    tables = [tmp_path / "tables" / f"{t}.csv" for t in ("metrics", "speed", "training")]
-    claims = run.figures_and_claims(tmp_path, tables, tables[:2])
+    tables = [tmp_path / "tables" / f"{t}.csv" for t in ("metrics", "speed", "loss", "training")]
+    claims = run.figures_and_claims(tmp_path, tables, [tables[0], tables[1], tables[3]])
     assert list(claims) == ["ap_matches_event_based", "several_times_faster",
                             "beats_snapshot_baseline"]
     metrics = (tmp_path / "tables" / "metrics.csv").read_text()

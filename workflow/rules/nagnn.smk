@@ -36,6 +36,7 @@ rule nagnn_train:
     output:
         models=out(NAGNN, "runs", "{dataset}", "{model}.eqx"),
         loss=out(NAGNN, "runs", "{dataset}", "{model}.csv"),
+        fit=out(NAGNN, "runs", "{dataset}", "{model}.fit.csv"),
     log:
         log_path(NAGNN, "train_{dataset}_{model}"),
     benchmark:
@@ -103,7 +104,7 @@ rule nagnn_speed:
 
 
 rule nagnn_tables:
-    """Gather the evaluation, speed and training-loss rows into tables/."""
+    """Gather the evaluation, speed, loss-curve and plateau-rule rows into tables/."""
     input:
         cfg=config_path(NAGNN, "tables"),
         metrics=expand(out(NAGNN, "eval", "{dataset}", "{model}.csv"), dataset=NAGNN_DATASETS,
@@ -111,9 +112,12 @@ rule nagnn_tables:
         speed=expand(out(NAGNN, "speed", "{dataset}.csv"), dataset=NAGNN_DATASETS),
         loss=expand(out(NAGNN, "runs", "{dataset}", "{model}.csv"), dataset=NAGNN_DATASETS,
                     model=NAGNN_LEARNED),
+        fit=expand(out(NAGNN, "runs", "{dataset}", "{model}.fit.csv"), dataset=NAGNN_DATASETS,
+                   model=NAGNN_LEARNED),
     output:
         metrics=out(NAGNN, "tables", "metrics.csv"),
         speed=out(NAGNN, "tables", "speed.csv"),
+        loss=out(NAGNN, "tables", "loss.csv"),
         training=out(NAGNN, "tables", "training.csv"),
     params:
         dest=lambda w, output: str(Path(output.metrics).parent),
@@ -125,5 +129,5 @@ rule nagnn_tables:
     conda:
         ENV
     shell:
-        stage(NAGNN, "tables", "--input {input.metrics} {input.speed} {input.loss} "
+        stage(NAGNN, "tables", "--input {input.metrics} {input.speed} {input.loss} {input.fit} "
               "--out {params.dest}")

@@ -14,6 +14,12 @@ Rows beside the method (:class:`repro26.core.claims.Claim`, the same predicate o
 * timing (:mod:`repro26.core.timing`): CPU time in interleaved rounds with a control ratio;
   a bound is decided only beyond the noise floor.
 
+A model that did not learn decides nothing: tables/training.csv holds, per model, dataset and
+seed, the plateau rule fixed before the runs (:func:`repro26.nagnn.train.plateau`); an accuracy
+comparison on a dataset where a compared learned model did not reach its plateau on every seed
+is inconclusive, naming the model. The optimiser steps of the compared models are their budget
+(equal by construction; :class:`Claim` checks it).
+
 The accuracy predicates read the per-seed AP lists ``measured["nagnn"][dataset]`` (points), so
 the trivial row overrides only that key.
 """
@@ -77,6 +83,41 @@ def _ideal_row(ap: Mapping, datasets) -> tuple[dict | None, str]:
     return {"nagnn": {ds: ap[IDEAL][ds] for ds in datasets}}, IDEAL_NOTE
 
 
+def training_status(training) -> dict[str, dict[str, dict]]:
+    """Per dataset and model: seeds that reached the plateau rule, of how many, the steps and
+    the mean final loss (from tables/training.csv)."""
+    out: dict[str, dict[str, dict]] = {}
+    for ds in tables.unique(training, "dataset"):
+        for m in tables.unique(training, "model", dataset=ds):
+            flags = tables.per_seed(training, "plateaued", dataset=ds, model=m)
+            out.setdefault(ds, {})[m] = {
+                "plateaued_seeds": int(np.sum(flags > 0)), "seeds": int(len(flags)),
+                "steps": int(tables.per_seed(training, "steps", dataset=ds, model=m)[0]),
+                "final_loss": float(np.mean(tables.per_seed(training, "final_loss", dataset=ds,
+                                                            model=m))),
+                "drop": float(np.mean(tables.per_seed(training, "drop", dataset=ds, model=m)))}
+    return out
+
+
+def _untrained(status: Mapping, dataset: str, compared) -> list[str]:
+    """The compared learned models that did not plateau on every seed of ``dataset`` (a model
+    absent from the training table counts as not trained)."""
+    rows = status.get(dataset, {})
+    return [m for m in compared if m in LEARNED and
+            (m not in rows or rows[m]["plateaued_seeds"] < rows[m]["seeds"])]
+
+
+def _budget(status: Mapping, compared_by_dataset: Mapping) -> dict:
+    """Optimiser steps of every compared learned model, per dataset (``{"<ds>/<model>":
+    {"optimizer_steps": n}}`` collapsed to one row per model: each model has one step count)."""
+    out = {}
+    for ds, compared in compared_by_dataset.items():
+        for m in compared:
+            if m in status.get(ds, {}):
+                out[m] = {"optimizer_steps": status[ds][m]["steps"]}
+    return out
+
+
 def _combine(per: dict) -> str:
     """Overall verdict over datasets: not held anywhere decides; else all held, or undecided."""
     verdicts = [v["verdict"] for v in per.values()]
@@ -91,20 +132,27 @@ def _reasons(per: dict) -> str | None:
     return "; ".join(f"{d}: {v['reason']}" for d, v in per.items() if v["verdict"] == "inconclusive")
 
 
-def ap_gap_claim(metrics) -> Claim:
+def ap_gap_claim(metrics, training) -> Claim:
     ap = _per_seed(metrics)
     datasets = tables.unique(metrics, "dataset")
     events = {ds: _best(metrics, EVENT_MODELS, ds) for ds in datasets}
     trivial = {ds: _best(metrics, TRIVIAL, ds) for ds in datasets}
+    status = training_status(training)
+    compared = {ds: ("nagnn", events[ds]) for ds in datasets}
 
-    def per_dataset(m) -> dict:
+    def per_dataset(m, check_training: bool = False) -> dict:
         per = {}
         for ds in datasets:
             event, triv = events[ds], trivial[ds]
             gap = np.asarray(m[event][ds]) - np.asarray(m["nagnn"][ds])
             mean, lo, hi = _ci(gap)
             event_ap, trivial_ap = float(np.mean(m[event][ds])), float(np.mean(m[triv][ds]))
-            if event_ap <= trivial_ap:
+            untrained = _untrained(status, ds, compared[ds]) if check_training else []
+            if untrained:
+                verdict, reason = "inconclusive", (f"{', '.join(untrained)} did not reach the "
+                                                   "plateau rule on every seed "
+                                                   "(tables/training.csv)")
+            elif event_ap <= trivial_ap:
                 verdict, reason = "inconclusive", (f"the event-based model ({event}, AP "
                                                    f"{event_ap:.1f}) does not beat {triv} (AP "
                                                    f"{trivial_ap:.1f})")
@@ -121,12 +169,12 @@ def ap_gap_claim(metrics) -> Claim:
                        "verdict": verdict, "reason": reason}
         return per
 
-    per = per_dataset(ap)
+    per = per_dataset(ap, check_training=True)
     for ds in datasets:
         for neg in ("historical", "inductive"):
             per[ds][f"gap_points_{neg}"] = summary(_ap(metrics, events[ds], ds, neg)
                                                    - _ap(metrics, "nagnn", ds, neg))
-    m = {**ap, "by_dataset": per}
+    m = {**ap, "by_dataset": per, "training": status}
     return Claim.check(
         "ap_matches_event_based",
         "NAGNN's AP is within 1-2 points of the event-based model.",
@@ -135,8 +183,11 @@ def ap_gap_claim(metrics) -> Claim:
         m, lambda m: _combine(per_dataset(m)) == "held",
         f"per dataset, one-sided: upper end of the 95% CI over seeds of AP(event) - AP(NAGNN) "
         f"(points, random negatives, paired) <= {EQUIVALENCE_POINTS}; not held when its lower "
-        f"end > {EQUIVALENCE_POINTS}; NAGNN above the event model counts as matching",
+        f"end > {EQUIVALENCE_POINTS}; NAGNN above the event model counts as matching; "
+        "inconclusive on a dataset where NAGNN or the event model did not reach the plateau "
+        "rule on every seed (measured.training)",
         inconclusive_if=lambda m: _reasons(m["by_dataset"]),
+        budget=_budget(status, compared),
         compared_with={"trivial": "better of EdgeBank and common neighbours",
                        "baseline": "better of TGN-style and JODIE-style (event-based)"},
         min_detectable_effect=max((v["gap_points"]["ci95"][1] - v["gap_points"]["ci95"][0]) / 2
@@ -208,19 +259,26 @@ def speedup_claim(metrics, speed) -> Claim:
                                                   for k, r in records.items()}))
 
 
-def beats_snapshot_claim(metrics) -> Claim:
+def beats_snapshot_claim(metrics, training) -> Claim:
     ap = _per_seed(metrics)
     datasets = tables.unique(metrics, "dataset")
     trivial = {ds: _best(metrics, TRIVIAL, ds) for ds in datasets}
+    status = training_status(training)
+    compared = {ds: ("nagnn", "gcn_gru") for ds in datasets}
 
-    def per_dataset(m) -> dict:
+    def per_dataset(m, check_training: bool = False) -> dict:
         per = {}
         for ds in datasets:
             gain = np.asarray(m["nagnn"][ds]) - np.asarray(m["gcn_gru"][ds])
             mean, lo, hi = _ci(gain)
             triv = trivial[ds]
             trivial_ap, snap_ap = float(np.mean(m[triv][ds])), float(np.mean(m["gcn_gru"][ds]))
-            if snap_ap <= trivial_ap:
+            untrained = _untrained(status, ds, compared[ds]) if check_training else []
+            if untrained:
+                verdict, reason = "inconclusive", (f"{', '.join(untrained)} did not reach the "
+                                                   "plateau rule on every seed "
+                                                   "(tables/training.csv)")
+            elif snap_ap <= trivial_ap:
                 verdict, reason = "inconclusive", (f"GCN-GRU (AP {snap_ap:.1f}) does not beat "
                                                    f"{triv} (AP {trivial_ap:.1f})")
             elif lo > 0:
@@ -237,19 +295,22 @@ def beats_snapshot_claim(metrics) -> Claim:
                        "verdict": verdict, "reason": reason}
         return per
 
-    per = per_dataset(ap)
+    per = per_dataset(ap, check_training=True)
     return Claim.check(
         "beats_snapshot_baseline",
         "NAGNN beats snapshot baselines that lack joint-neighbourhood information.",
         "current snapshot methods ... significantly weaker performance (abstract)",
-        {**ap, "by_dataset": per},
+        {**ap, "by_dataset": per, "training": status},
         lambda m: _combine(per_dataset(m)) == "held",
         f"per dataset: lower end of the 95% CI over seeds of AP(NAGNN) - AP(GCN-GRU) (points, "
         f"random negatives, paired) > 0; not held when the upper end is below "
-        f"{MIN_EFFECT_POINTS}; held overall only where it holds on every dataset",
+        f"{MIN_EFFECT_POINTS}; held overall only where it holds on every dataset; "
+        "inconclusive on a dataset where NAGNN or GCN-GRU did not reach the plateau rule on "
+        "every seed (measured.training)",
         inconclusive_if=lambda m: _reasons(m["by_dataset"]),
+        budget=_budget(status, compared),
         compared_with={"trivial": "better of EdgeBank and common neighbours",
-                       "baseline": "GCN-GRU (ROLAND-style snapshot model)"},
+                       "baseline": "GCN-GRU (two-layer GCN + GRU, GCRN-style snapshot model)"},
         min_detectable_effect=max((v["gain_points"]["ci95"][1] - v["gain_points"]["ci95"][0]) / 2
                                   for v in per.values()),
         effect=MIN_EFFECT_POINTS,
@@ -257,8 +318,11 @@ def beats_snapshot_claim(metrics) -> Claim:
         **dict(zip(("ideal", "ideal_note"), _ideal_row(ap, datasets))))
 
 
-@claim_set("tables/metrics.csv", "tables/speed.csv")
+@claim_set("tables/metrics.csv", "tables/speed.csv", "tables/training.csv")
 def CLAIMS(run) -> list[Claim]:
     metrics = tables.read(run.input("metrics.csv"), ["dataset", "model", "seed", "negatives", "ap"])
     speed = tables.read(run.input("speed.csv"), ["dataset", "model", "kind", "ratio_to_nagnn"])
-    return [ap_gap_claim(metrics), speedup_claim(metrics, speed), beats_snapshot_claim(metrics)]
+    training = tables.read(run.input("training.csv"),
+                           ["dataset", "model", "seed", "steps", "final_loss", "plateaued"])
+    return [ap_gap_claim(metrics, training), speedup_claim(metrics, speed),
+            beats_snapshot_claim(metrics, training)]

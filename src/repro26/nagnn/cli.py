@@ -16,7 +16,8 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, Count, NonNegative, Positive, Probability, UsageError
+from repro26.core.config import (ConfigError, Count, NonNegative, OpenUnit, Positive, Probability,
+                                 UsageError)
 from repro26.core.method import stage
 
 GENERATORS = ("dsbm", "bipartite")
@@ -34,8 +35,11 @@ class Config:
     hidden: Count
     lsh_tables: Count
     lsh_bits: Count  # 2**lsh_bits reservoir slots per table
-    train_steps: Count  # Adam steps, each one epoch over the training snapshots
-    lr: Positive
+    train_steps: Count  # optimiser steps, each one epoch over the training snapshots
+    lr: Positive  # peak rate of the warm-up + cosine schedule (train.optimizer)
+    warmup_frac: OpenUnit  # share of the steps of linear warm-up
+    clip_norm: Positive  # gradient clipping, global norm
+    plateau_tol: OpenUnit  # plateau rule (train.plateau): last-window change < tol x total drop
     chunk_size: Count
     mrr_negatives: Count
     timing_rounds: Count  # interleaved CPU-time rounds (repro26.core.timing), at least 3
@@ -75,6 +79,9 @@ def check(cfg: Config) -> None:
         raise ConfigError("nagnn.frac_repeat + frac_triadic: non-negative, at most 1")
     if cfg.timing_rounds < 3:
         raise ConfigError(f"nagnn.timing_rounds: at least 3 (a spread), got {cfg.timing_rounds}")
+    if cfg.train_steps < 21:
+        raise ConfigError(f"nagnn.train_steps: at least 21 (the plateau rule compares the last "
+                          f"two tenths of the steps), got {cfg.train_steps}")
     if cfg.lsh_bits < 1 or cfg.lsh_tables < 1:
         raise ConfigError("nagnn.lsh_bits, lsh_tables: at least 1")
 
@@ -155,7 +162,10 @@ def data_stage(run: Run) -> None:
 
 @stage({"model": str, "dataset": str})
 def train_stage(run: Run) -> None:
-    """One learned model on one dataset, every seed at once; writes the models and the loss."""
+    """One learned model on one dataset, every seed at once; writes the models, the loss curve
+    (``<model>.csv``, about 100 steps with their learning rate) and one row per seed of the
+    plateau rule on the whole curve (``<model>.fit.csv``: steps, first / final loss, plateau
+    flag; :func:`repro26.nagnn.train.plateau`)."""
     from repro26.nagnn import train
     from repro26.nagnn.model import LEARNED
 
@@ -172,12 +182,18 @@ def train_stage(run: Run) -> None:
     for resume_file in (ckpt, ckpt.with_name(ckpt.name + ".history.npz")):
         resume_file.unlink(missing_ok=True)  # only a killed job resumes; a finished one reruns
     loss = history["loss"]
+    rates = train.schedule_rates(cfg)
     every = max(1, len(loss) // 100)
     rows = [{"dataset": ds, "model": name, "seed": seed, "step": step + 1,
-             "loss": float(loss[step, i])}
+             "loss": float(loss[step, i]), "lr": float(rates[step])}
             for step in sorted({*range(0, len(loss), every), len(loss) - 1})
             for i, seed in enumerate(cfg.seeds)]
     io.write_table(out.with_suffix(".csv"), rows, run.meta())
+    fit = train.plateau(loss, cfg.plateau_tol)
+    io.write_table(out.with_suffix(".fit.csv"), [
+        {"dataset": ds, "model": name, "seed": seed, "steps": len(loss),
+         **{k: (int(v[i]) if k == "plateaued" else float(v[i])) for k, v in fit.items()},
+         "plateau_tol": cfg.plateau_tol} for i, seed in enumerate(cfg.seeds)], run.meta())
 
 
 @stage({"model": str, "dataset": str})
@@ -226,15 +242,18 @@ def speed_stage(run: Run) -> None:
 
 @stage()
 def tables_stage(run: Run) -> None:
-    """Gather the per-job rows into tables/metrics.csv, speed.csv and training.csv (--out)."""
-    groups = {"metrics": [], "speed": [], "training": []}
+    """Gather the per-job rows into tables/metrics.csv, speed.csv, loss.csv (loss curves) and
+    training.csv (plateau rule per model, dataset and seed) (--out)."""
+    groups = {"metrics": [], "speed": [], "loss": [], "training": []}
     for path in run.inputs:
         kind = ("speed" if path.parent.name == "speed" else
-                "training" if path.parent.parent.name == "runs" else "metrics")
+                ("training" if path.name.endswith(".fit.csv") else "loss")
+                if path.parent.parent.name == "runs" else "metrics")
         table = io.read_table(path)
         groups[kind].extend(dict(zip(table, vals)) for vals in zip(*table.values()))
-    if not groups["metrics"] or not groups["speed"]:
-        raise UsageError("--input: the tables stage needs the evaluation and speed tables")
+    if not groups["metrics"] or not groups["speed"] or not groups["training"]:
+        raise UsageError("--input: the tables stage needs the evaluation, speed and training "
+                         "(<model>.fit.csv) tables")
     out = Path(run.out)
     for kind, rows in groups.items():
         io.write_table(out / f"{kind}.csv", rows, run.meta())

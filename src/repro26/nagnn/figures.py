@@ -107,23 +107,39 @@ def speed_vs_accuracy(run):
     return fig
 
 
-@figure("tables/training.csv")
+@figure("tables/loss.csv", "tables/training.csv")
 def training_loss(run):
     """Training loss (binary cross-entropy of each training event against one random
-    destination) per Adam step (= epoch over the training snapshots), mean and 95% CI over
-    seeds, by dataset; every model gets the same steps and learning rate."""
-    hist = tables.read(run.input("training.csv"))
+    destination) per optimiser step (= epoch over the training snapshots), mean and 95% CI over
+    seeds, by dataset; every model gets the same steps and schedule (linear warm-up, cosine
+    decay, clipped gradients; the rate is the grey line, right axis). Legend: how many seeds
+    reached the plateau rule (last tenth of the steps changed the mean loss by less than
+    plateau_tol of the total drop, against the tenth before; shaded: the two windows)."""
+    hist = tables.read(run.input("loss.csv"))
+    fit = tables.read(run.input("training.csv"))
     datasets = tables.unique(hist, "dataset")
     fig, axes = plotting.subplots(1, len(datasets), width=3.6, height=2.8)
     for c, ds in enumerate(datasets):
         ax = axes[0, c]
         for m in _models(hist, dataset=ds):
             steps, loss = tables.pivot(hist, "loss", by="step", dataset=ds, model=m)
-            plotting.line_with_ci(ax, steps, loss, label=LABELS[m], color=COLORS[m])
-        ax.set_xlabel("Adam step (epoch)")
+            flags = tables.per_seed(fit, "plateaued", dataset=ds, model=m)
+            label = f"{LABELS[m]} (plateau {int(np.sum(flags))}/{len(flags)})"
+            plotting.line_with_ci(ax, steps, loss, label=label, color=COLORS[m])
+        n_steps = int(tables.per_seed(fit, "steps", dataset=ds)[0])
+        w = int(tables.per_seed(fit, "window", dataset=ds)[0])
+        ax.axvspan(n_steps - 2 * w, n_steps, color="0.9", zorder=0)
+        ax.axvline(n_steps - w, color="0.6", lw=0.6)
+        steps, lr = tables.pivot(hist, "lr", by="step", dataset=ds,
+                                 model=_models(hist, dataset=ds)[0])
+        rate_ax = ax.twinx()
+        rate_ax.plot(steps, lr[0], color="0.5", lw=0.8)
+        rate_ax.set_ylabel("learning rate", fontsize=7, color="0.5")
+        rate_ax.tick_params(labelsize=6, colors="0.5")
+        ax.set_xlabel("optimiser step (epoch)")
         ax.set_ylabel("BCE loss")
         ax.set_title(ds, fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 

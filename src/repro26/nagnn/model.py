@@ -192,11 +192,15 @@ class SnapshotState(NamedTuple):
 
 class NAGNN(eqx.Module):
     """Snapshot model: LSH reservoirs + degree-scaled moments -> GRU; decoder with joint
-    features. ``use_reservoir=False`` is the GCN-GRU baseline (ROLAND-style: mean over the
-    snapshot's neighbours -> GRU; decoder without joint-neighbourhood features)."""
+    features. ``use_reservoir=False`` is the GCN-GRU baseline (GCRN / ROLAND-style): two
+    graph-convolution layers on the snapshot's graph, ``g1 = relu(W1 [x_u, h_u, mean_{w ~ u}
+    [x_w, h_w], log(1 + snapshot degree), log(1 + degree)])`` and ``g2 = relu(W2 [g1_u,
+    mean_{w ~ u} g1_w])`` (two hops), then ``h <- GRU(g2, h)``; decoder without
+    joint-neighbourhood features."""
 
     gru: eqx.nn.GRUCell
     inp: eqx.nn.Linear
+    inp2: eqx.nn.Linear | None  # GCN-GRU's second graph-convolution layer
     embed_x: eqx.nn.Linear
     dec: Decoder
     planes: Float[Array, "L b F"]
@@ -210,6 +214,8 @@ class NAGNN(eqx.Module):
         D = feature_dim + hidden
         n_in = 2 * D + 2 + (9 * D if use_reservoir else 0)
         self.inp = eqx.nn.Linear(n_in, hidden, key=k[0])
+        self.inp2 = None if use_reservoir else eqx.nn.Linear(2 * hidden, hidden,
+                                                              key=jax.random.fold_in(key, 7))
         self.gru = eqx.nn.GRUCell(hidden, hidden, key=k[1])
         self.embed_x = eqx.nn.Linear(feature_dim, hidden, key=k[2])
         self.dec = Decoder(hidden, 7 if use_reservoir else 0, k[3])
@@ -247,6 +253,9 @@ class NAGNN(eqx.Module):
             res = res._replace(degree=res.degree.at[a].add(1.0))
         parts.append(jnp.log1p(res.degree)[:, None])
         inputs = jax.nn.relu(jax.vmap(self.inp)(jnp.concatenate(parts, -1)))
+        if self.inp2 is not None:  # second hop
+            hop2, _ = _snapshot_mean(inputs, a, b, N)
+            inputs = jax.nn.relu(jax.vmap(self.inp2)(jnp.concatenate([inputs, hop2], -1)))
         return SnapshotState(jax.vmap(self.gru)(inputs, state.h), res)
 
     def score(self, state: SnapshotState, x, u, v):
