@@ -158,3 +158,24 @@ def test_foundation_vs_scratch_is_paired_by_seed():
     assert f["bubble/nrmse"]["state"] == "better"
     assert f["bubble/nrmse"]["gain"] == pytest.approx(0.2)
     assert f["bubble/iou"]["gain"] == pytest.approx(0.0, abs=1e-12)
+
+
+def _with_exact(table):
+    """Add the exact frames' rows (perfect metrics: the ideal row of the loss claims)."""
+    perfect = {c: 0.0 for c in COLS}
+    perfect.update(iou=1.0, ssim=1.0, stability=1.0)
+    exact = _table({("bubble", evaluate.EXACT, "-"): perfect})
+    return {k: np.concatenate([table[k], exact[k]]) for k in table}
+
+
+def test_loss_claims_ideal_row_is_the_exact_frames():
+    """With the exact frames in the table, the ideal row of both loss claims passes (every gated
+    cell improves); without them the claims state that no ideal row was given."""
+    t = _loss_table(-0.1, -0.05)  # every composite is worse: the measured row fails
+    c = claims.composite_claim(_with_exact(t), "unet", COMPS)
+    assert c.verdict == "not held" and c.ideal_passes is True
+    assert c.ideal["by_metric"]["iou"]["improved"] == len(COMPS)
+    k = claims.consistency_claim(_with_exact(t), "unet")
+    assert k.ideal_passes is True and k.ideal["improved_cells"]["softadapt"] == 3
+    assert k.ideal["improved_cells"]["gradnorm"] == 0
+    assert claims.composite_claim(t, "unet", COMPS).ideal is None

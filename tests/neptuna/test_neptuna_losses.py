@@ -148,3 +148,13 @@ def test_normaliser_round_trip_and_alpha_untouched():
     norm = train.Normaliser.fit(f)
     np.testing.assert_allclose(norm.inverse(norm(f[0, 0])), f[0, 0], rtol=1e-5)
     np.testing.assert_allclose(norm(f[0, 0])[4], f[0, 0, 4])
+
+
+def test_learning_rate_warms_up_then_decays_to_zero():
+    """5% linear warmup from 0 to lr, then cosine decay to 0 at the last step."""
+    cfg = types.SimpleNamespace(lr=2e-3, train_steps=200)
+    s = train.schedule_of(cfg)
+    assert float(s(0)) == 0.0 and float(s(5)) == pytest.approx(1e-3)
+    assert float(s(10)) == pytest.approx(2e-3) and float(s(200)) == pytest.approx(0.0, abs=1e-9)
+    assert float(s(105)) == pytest.approx(1e-3, rel=1e-5)  # half-way through the cosine
+    assert float(train.schedule_of(cfg, 20)(1)) == pytest.approx(2e-3)  # one warmup step

@@ -23,7 +23,8 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     """Every stage on the smoke config restricted to the U-Net with mse and softadapt."""
     run = smoke_stages("neptuna")
     cfg = run.cfg = dataclasses.replace(run.cfg, models=("unet",), losses=("mse", "softadapt"),
-                                        train_steps=10, sod_ns=(20, 40), datasets_3d=())
+                                        train_steps=10, sod_ns=(20, 40), datasets_3d=(),
+                                        nx=16, ny=8, timing_min_seconds=0.005)
     run("validate", tmp_path / "tables")
     h5 = tmp_path / "data" / "bubble.h5"
     run("data", h5, variant="dataset=bubble")
@@ -48,12 +49,17 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     run("evaluate", tmp_path / "tables", [h5, *csvs, ft])
     metrics = io.read_table(tmp_path / "tables" / "metrics.csv")
     assert np.sum(metrics["model"] == "foundation") == len(cfg.seeds)
+    exact = {k: metrics[k][metrics["model"] == "exact"] for k in ("nrmse", "iou", "ssim")}
+    assert len(exact["nrmse"]) == len(cfg.seeds)  # the ideal row: the true frames, perfect scores
+    np.testing.assert_allclose(exact["nrmse"], 0.0, atol=1e-6)
+    np.testing.assert_allclose(exact["iou"], 1.0)
     tables = [tmp_path / "tables" / f"{n}.csv" for n in
               ("validation", "sod_profile", "rollout", "metrics", "weights", "timing")]
     claims = run.figures_and_claims(tmp_path, [*tables, tmp_path / "data" / "bubble_snapshots.npz",
                                                pretrained.with_suffix(".csv")], tables[3::2])
     assert list(claims) == ["no_single_best", "composite_losses_improve",
                             "softadapt_most_consistent", "softadapt_negligible_overhead"]
+    assert claims["no_single_best"]["ideal"] is None
     # the validation curve: every val_every steps and at the end, for every seed
     arrays = io.read_npz(csvs[0].with_suffix(".npz"))
     assert list(arrays["val_steps"]) == [5, 10] and arrays["val"].shape == (2, len(cfg.seeds))

@@ -272,7 +272,8 @@ def finetune_stage(run: Run) -> None:
 
 @stage()
 def evaluate_stage(run: Run) -> None:
-    """Gather the runs into metrics.csv, rollout.csv, weights.csv, with the trivial baselines."""
+    """Gather the runs into metrics.csv, rollout.csv, weights.csv, with the trivial baselines
+    and the exact frames scored as a prediction (model ``exact``, the loss claims' ideal row)."""
     from repro26.neptuna import evaluate, losses, train
 
     cfg = run.cfg
@@ -294,6 +295,11 @@ def evaluate_stage(run: Run) -> None:
             curve = np.nanmean(np.asarray(per[b]["nrmse"]), axis=0)
             rollout += [{"dataset": ds, "model": b, "loss": "-", "seed": cfg.seeds[0],
                          "step": k + 1, "nrmse": float(v)} for k, v in enumerate(curve)]
+        exact = evaluate.summarise({k: np.asarray(v) for k, v in
+                                    train.exact_metrics(te, mats, norm.std, dx).items()})
+        for seed in cfg.seeds:  # the ideal row of the loss claims (model "exact")
+            metrics.append({"dataset": ds, "model": evaluate.EXACT, "loss": "-", "seed": seed,
+                            **exact, "plateau_gain": 0.0})
     for path in csvs:
         table = io.read_table(path)
         rows = [dict(zip(table, vals)) for vals in zip(*table.values())]

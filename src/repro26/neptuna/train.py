@@ -141,9 +141,19 @@ def init_state(name, loss, channels, shape, cfg, optimizer, key):
                         jnp.zeros((), jnp.int32))
 
 
+WARMUP = 0.05  # fraction of a run's steps with the learning rate ramped linearly from 0
+
+
+def schedule_of(cfg, steps: int | None = None):
+    """Linear warmup over ``WARMUP`` of the steps (at least one) to ``cfg.lr``, then cosine decay
+    to 0 at ``steps`` (``cfg.train_steps`` by default)."""
+    steps = steps or cfg.train_steps
+    warm = max(1, round(WARMUP * steps))
+    return optax.warmup_cosine_decay_schedule(0.0, cfg.lr, warm, max(steps, warm + 1), 0.0)
+
+
 def optimizer_of(cfg, steps: int | None = None):
-    schedule = optax.cosine_decay_schedule(cfg.lr, steps or cfg.train_steps)
-    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule_of(cfg, steps)))
 
 
 def pairs(fields_norm):
@@ -170,7 +180,7 @@ def one_step_mse(model, X, Y):
 
 
 def _fit(name, loss, data, cfg, seeds, steps, start_models=None, progress=False, tag=""):
-    """``steps`` Adam steps (cosine schedule) of one (model, loss) for every seed at once, from
+    """``steps`` Adam steps (warmup then cosine schedule) of one (model, loss) for every seed at once, from
     ``start_models`` (stacked over seeds) when given, else from the seeds' initialisation.
     ``data`` = (X, Y, X_val, Y_val); the history's ``val`` is the validation loss of every seed
     after each multiple of ``val_every`` steps and after the last step (−1 in between: a loss is
@@ -285,6 +295,16 @@ def baseline_metrics(test_fields, mats, scale, dx: float):
     def run(f, mat):
         return {b: evaluate.rollout_metrics(evaluate.baseline_rollout(b, f[0], f[1], steps),
                                             f[2:], scale, mat, dx) for b in evaluate.BASELINES}
+
+    return jax.vmap(run)(jnp.asarray(test_fields), jnp.asarray(mats))
+
+
+def exact_metrics(test_fields, mats, scale, dx: float):
+    """Per-step metrics (traj, steps) of the true frames scored against themselves over the
+    rollout window (frames 2 ... last): the ideal surrogate, through the same metric code."""
+    @jax.jit
+    def run(f, mat):
+        return evaluate.rollout_metrics(f[2:], f[2:], scale, mat, dx)
 
     return jax.vmap(run)(jnp.asarray(test_fields), jnp.asarray(mats))
 
