@@ -99,12 +99,15 @@ def training_status(training) -> dict[str, dict[str, dict]]:
     return out
 
 
-def _untrained(status: Mapping, dataset: str, compared) -> list[str]:
-    """The compared learned models that did not plateau on every seed of ``dataset`` (a model
-    absent from the training table counts as not trained)."""
+def _untrained(status: Mapping, dataset: str, compared) -> str:
+    """Why a comparison on ``dataset`` decides nothing: the compared learned models that did not
+    plateau on every seed (a model absent from the training table counts as not trained); ""
+    when all did."""
     rows = status.get(dataset, {})
-    return [m for m in compared if m in LEARNED and
+    late = [m for m in compared if m in LEARNED and
             (m not in rows or rows[m]["plateaued_seeds"] < rows[m]["seeds"])]
+    return (f"{', '.join(late)} did not reach the plateau rule on every seed "
+            "(tables/training.csv)") if late else ""
 
 
 def _budget(status: Mapping, compared_by_dataset: Mapping) -> dict:
@@ -147,11 +150,9 @@ def ap_gap_claim(metrics, training) -> Claim:
             gap = np.asarray(m[event][ds]) - np.asarray(m["nagnn"][ds])
             mean, lo, hi = _ci(gap)
             event_ap, trivial_ap = float(np.mean(m[event][ds])), float(np.mean(m[triv][ds]))
-            untrained = _untrained(status, ds, compared[ds]) if check_training else []
+            untrained = _untrained(status, ds, compared[ds]) if check_training else ""
             if untrained:
-                verdict, reason = "inconclusive", (f"{', '.join(untrained)} did not reach the "
-                                                   "plateau rule on every seed "
-                                                   "(tables/training.csv)")
+                verdict, reason = "inconclusive", untrained
             elif event_ap <= trivial_ap:
                 verdict, reason = "inconclusive", (f"the event-based model ({event}, AP "
                                                    f"{event_ap:.1f}) does not beat {triv} (AP "
@@ -273,11 +274,9 @@ def beats_snapshot_claim(metrics, training) -> Claim:
             mean, lo, hi = _ci(gain)
             triv = trivial[ds]
             trivial_ap, snap_ap = float(np.mean(m[triv][ds])), float(np.mean(m["gcn_gru"][ds]))
-            untrained = _untrained(status, ds, compared[ds]) if check_training else []
+            untrained = _untrained(status, ds, compared[ds]) if check_training else ""
             if untrained:
-                verdict, reason = "inconclusive", (f"{', '.join(untrained)} did not reach the "
-                                                   "plateau rule on every seed "
-                                                   "(tables/training.csv)")
+                verdict, reason = "inconclusive", untrained
             elif snap_ap <= trivial_ap:
                 verdict, reason = "inconclusive", (f"GCN-GRU (AP {snap_ap:.1f}) does not beat "
                                                    f"{triv} (AP {trivial_ap:.1f})")
