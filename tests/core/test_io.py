@@ -154,6 +154,19 @@ def test_memory_check_names_the_setting_and_both_sizes():
     assert 0 < memory.available_bytes() < 2**50
 
 
+def test_traced_bytes_sizes_outputs_from_shapes_and_takes_modules_with_functions():
+    """``traced_bytes`` counts the bytes of what ``fn`` returns without running it, for
+    arguments that are modules holding functions (an activation) as well as arrays."""
+    import jax.numpy as jnp
+
+    from repro26.core import memory
+
+    mlp = eqx.nn.MLP(3, 5, 4, 1, activation=jax.nn.gelu, key=jax.random.PRNGKey(0))
+    x = jnp.ones((7, 3))
+    assert memory.traced_bytes(lambda m, x: (jax.vmap(m)(x), x.astype(jnp.float16)), mlp, x) \
+        == 7 * 5 * 4 + 7 * 3 * 2
+
+
 def test_compiled_memory_check_reads_xlas_analysis(monkeypatch):
     """``require_compiled`` takes the peak of a compiled program (plain ``jax.jit`` or
     ``eqx.filter_jit``) from XLA's memory analysis: a 1000×1000 float32 output (4 MB) passes with

@@ -48,13 +48,16 @@ def _address_space_left() -> float:
 
 
 def traced_bytes(fn, *args) -> int:
-    """Bytes of the arrays ``fn(*args)`` returns, from their shapes alone (``jax.eval_shape``:
-    nothing is computed or allocated), for :func:`require` before the real call."""
+    """Bytes of the arrays ``fn(*args)`` returns, from their shapes alone
+    (``equinox.filter_eval_shape``: nothing is computed or allocated; arguments may be modules
+    holding functions), for :func:`require` before the real call."""
+    import equinox as eqx
     import jax
     import numpy as np
 
     return sum(int(np.prod(leaf.shape)) * leaf.dtype.itemsize
-               for leaf in jax.tree.leaves(jax.eval_shape(fn, *args)))
+               for leaf in jax.tree.leaves(eqx.filter_eval_shape(fn, *args))
+               if isinstance(leaf, jax.ShapeDtypeStruct))
 
 
 def require(nbytes: float, what: str, available: int | None = None) -> None:
