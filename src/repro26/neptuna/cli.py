@@ -124,7 +124,7 @@ def runs(cfg: Config) -> list[tuple[str, str, str]]:
     return out
 
 
-@stage()
+@stage(reads=("sod_ns", "cfl"))
 def validate_stage(run: Run) -> None:
     """Solver vs the exact Riemann solutions (Sod, two-material tubes) and the moving-contact test."""
     from repro26.neptuna import validation
@@ -135,7 +135,9 @@ def validate_stage(run: Run) -> None:
     io.write_table(out / "sod_profile.csv", profile, run.meta())
 
 
-@stage({"dataset": str})
+@stage({"dataset": str}, reads=("datasets", "datasets_3d", "n_traj", "n_frames", "nx", "ny",
+                               "n_traj_3d", "n_frames_3d", "nx3", "ny3", "nz3", "n_test",
+                               "data_seed", "cfl"))
 def data_stage(run: Run) -> None:
     """One dataset's trajectories (HDF5) and the reference trajectory's snapshots (npz); a 3-D
     dataset (``datasets_3d``) on the nx3 × ny3 × nz3 grid."""
