@@ -115,9 +115,12 @@ def token_kl(policy, ref_logprobs, d, op, arg):
 def rl_schedule(cfg):
     """Learning rate of RL per Adam update: linear warm-up over rl_warmup steps, then cosine
     decay to a tenth of rl_lr at the last step (rl_inner_epochs updates per step)."""
-    e = cfg.rl_inner_epochs
-    return optax.warmup_cosine_decay_schedule(0.0, cfg.rl_lr, max(1, cfg.rl_warmup * e),
-                                              cfg.rl_steps * e, cfg.rl_lr / 10)
+    e, total = cfg.rl_inner_epochs, cfg.rl_steps * cfg.rl_inner_epochs
+    if cfg.rl_warmup == 0:
+        return optax.cosine_decay_schedule(cfg.rl_lr, total, alpha=0.1)
+    warm = cfg.rl_warmup * e
+    return optax.warmup_cosine_decay_schedule(0.0, cfg.rl_lr, warm, max(total, warm + 1),
+                                              cfg.rl_lr / 10)
 
 
 def train_rl(spec, cfg, ref, seeds, kl_coef: float, ckpt: Path | None, progress: bool):
