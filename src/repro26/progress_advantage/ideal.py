@@ -5,7 +5,8 @@
 scores are π*'s own (token log-probabilities of the operator and of the operand given it). This
 is the check the task was designed against (issue 46): whether the task lets progress advantage
 beat every confidence score at all. Run: ``python -m repro26.progress_advantage.ideal [scale]``
-(prints per application the mean over seeds and the paired 95% CI of pa − each score).
+(prints per application the mean over seeds and the paired 95% CI of pa − each score; pa's
+aggregation is the best one on these problems: a diagnostic of the task, not a claim).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ through ``repro26.core.train.run_loop``.
   ``kl_coef`` = β; the clipping-only variant sets it to 0.
 * PRM: binary cross-entropy on Monte Carlo step labels (success rate of ``rm_rollouts``
   continuations by π_RL after each step of π_RL's trajectories); ORM: binary cross-entropy on the
-  outcomes of the same trajectories.
+  outcomes of π_RL's trajectories. Each sees as many episodes as RL sampled (``cli.rm_budget``;
+  the PRM's split into trajectories and their continuations).
 """
 
 from __future__ import annotations
