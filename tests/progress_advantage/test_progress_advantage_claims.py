@@ -10,7 +10,7 @@ NOISE = np.random.default_rng(0).normal(0, 0.002, 8)
 
 def _scores(values: dict[str, float], scale=0.002, seed=0, oracle=0.8):
     """Application scores with every scorer at ``values`` plus independent per-seed noise;
-    the oracle a_star at ``oracle`` (none in beam search)."""
+    the oracle a_star at ``oracle`` (no ORM in beam search or attribution)."""
     rng = np.random.default_rng(seed)
     base = {"random": 0.5, "position": 0.52, "logprob": 0.6, "self_certainty": 0.6,
             "step_prob": 0.6, "prm": 0.6, "orm": 0.6, "pa": 0.6, "a_star": oracle, **values}
@@ -20,7 +20,7 @@ def _scores(values: dict[str, float], scale=0.002, seed=0, oracle=0.8):
         if app == "attribution":
             out[app].pop("orm")
         if app == "beam_search":
-            out[app].pop("a_star")
+            out[app].pop("orm")
     return out
 
 
@@ -31,10 +31,14 @@ def test_beats_confidence_held_not_held_inconclusive():
     c = C.beats_confidence_claim(_scores({"pa": 0.62}, 0.02))
     assert c.verdict == "inconclusive" and np.isfinite(c.min_detectable_effect)
     assert c.effect is not None
-    # a baseline no better than the strongest trivial row does not count: none counted
-    none = {"logprob": 0.5, "self_certainty": 0.5, "step_prob": 0.52, "pa": 0.7}
-    c = C.beats_confidence_claim(_scores(none))
-    assert c.verdict == "inconclusive" and np.isfinite(c.min_detectable_effect)
+    # baselines below the strongest trivial row do not count, but the gate still decides:
+    # pa above that row and above them is held, pa at that row is not
+    none = {"logprob": 0.45, "self_certainty": 0.4, "step_prob": 0.48}
+    c = C.beats_confidence_claim(_scores({**none, "pa": 0.7}))
+    assert c.verdict == "held"
+    assert not any(b["counts"] for v in c.measured["comparisons"].values()
+                   for b in v["baselines"].values())
+    assert C.beats_confidence_claim(_scores({**none, "pa": 0.52}, 0.02)).verdict != "held"
 
 
 def test_step_position_is_the_trivial_row_when_stronger():
@@ -66,6 +70,23 @@ def test_orm_is_not_compared_on_beam_prefixes():
     c = C.surpasses_reward_models_claim(_scores({"pa": 0.65, "orm": 0.9}, oracle=0.95))
     assert "orm" not in c.measured["comparisons"]["beam_search"]["baselines"]
     assert c.verdict == "not held"  # the ORM still wins best-of-N and AUROC
+
+
+def test_reward_models_see_as_many_episodes_as_rl():
+    import dataclasses
+    from pathlib import Path
+
+    from repro26.core.cli import resolve_run_config
+    from repro26.progress_advantage import cli
+
+    root = Path(__file__).resolve().parents[2]
+    _, cfg, _ = resolve_run_config(cli, "progress_advantage", root / "config" / "config.yaml",
+                                   "small")
+    c = C.surpasses_reward_models_claim(_scores({"pa": 0.65}), cfg)
+    ep = {k: v["episodes"] for k, v in c.budget.items()}
+    assert ep["orm"] == ep["pa"] == cfg.rl_steps * cfg.rl_problems * cfg.rl_group
+    assert ep["pa"] - (1 + cfg.horizon * cfg.rm_rollouts) < ep["prm"] <= ep["pa"]
+    assert dataclasses.is_dataclass(cfg)
 
 
 def _tabular(slope, err=0.001):

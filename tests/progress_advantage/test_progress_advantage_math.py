@@ -79,47 +79,131 @@ def test_exact_policy_gradient_approaches_the_identity(grid):
     assert hist["corr"][-1, 0] > 0.97 > hist["corr"][-1, 1]
 
 
-def test_task_soft_advantage_matches_brute_force():
-    """A* of the calculator task at the last two steps, recomputed by enumerating outcomes."""
-    spec = T.TaskSpec(modulus=6, horizon=2, n_operands=3, fault=0.2)
-    lp = jax.nn.log_softmax(jax.random.normal(jax.random.PRNGKey(0), (2, 6, spec.n_actions)), -1)
+TINY = T.TaskSpec(modulus=6, horizon=2, n_operands=3, fault=0.2, crash=0.3, risky_from=2)
+
+
+def _outcomes(d, a):
+    """Independent enumeration of the calculator's law: [(d', prob)] (dead = 6)."""
+    if d == 6:
+        return [(6, 1.0)]
+    arg = a % 3
+    s = arg if a // 3 == 0 else -arg
+    p_crash = 0.3 if arg >= 2 else 0.0
+    out = [((d - s) % 6, 0.8 * (1 - p_crash)), ((d - s - 1) % 6, 0.1 * (1 - p_crash)),
+           ((d - s + 1) % 6, 0.1 * (1 - p_crash))]
+    return out + ([(6, p_crash)] if p_crash else [])
+
+
+def test_transition_law_and_absorbing_crash():
+    P = np.asarray(T.transition_matrix(TINY))
+    assert P.shape == (7, 6, 7)
+    np.testing.assert_allclose(P.sum(-1), 1.0, atol=1e-6)
+    for d, a in itertools.product(range(7), range(6)):
+        ref = np.zeros(7)
+        for d2, pr in _outcomes(d, a):
+            ref[d2] += pr
+        np.testing.assert_allclose(P[d, a], ref, atol=1e-6)
+    np.testing.assert_array_equal(P[6, :, 6], 1.0)  # the dead state is absorbing
+    # sampled steps follow the law (crash rate of the fast tool, nothing leaves the dead state)
+    n = 20000
+    d = jnp.full((n,), 3)
+    d2 = np.asarray(T.step_env(TINY, jax.random.PRNGKey(0), d, jnp.zeros(n, int), jnp.full(n, 2)))
+    assert abs(np.mean(d2 == 6) - 0.3) < 0.015
+    assert abs(np.mean(d2 == 1) - 0.7 * 0.8) < 0.015
+    dead = T.step_env(TINY, jax.random.PRNGKey(1), jnp.full((n,), 6), jnp.zeros(n, int),
+                      jnp.ones(n, int))
+    assert (np.asarray(dead) == 6).all()
+    # exact success probability = the transition law's mass on d' = 0
+    dd, a = jnp.arange(7).repeat(6), jnp.tile(jnp.arange(6), 7)
+    sp = T.success_probability(TINY, dd, a // 3, a % 3)
+    np.testing.assert_allclose(np.asarray(sp).reshape(7, 6), P[:, :, 0], atol=1e-6)
+
+
+def test_task_soft_advantage_and_optimal_policy_match_brute_force():
+    """A* at both steps recomputed by enumerating outcomes; π* = π_ref e^{A*/β} attains the
+    regularised objective J(π) = E[R − β Σ_t KL(π ‖ π_ref)(s_t)], evaluated by enumerating all
+    trajectories, at its soft value, and no perturbed policy does better."""
+    lp = jax.nn.log_softmax(jax.random.normal(jax.random.PRNGKey(0), (2, 7, 6)), -1)
     beta = 0.3
-    A = np.asarray(T.soft_optimal_advantage(spec, lp, beta))
-    lp = np.asarray(lp)
-
-    def outcomes(d, a):
-        s = (a % 3) if a // 3 == 0 else -(a % 3)
-        return [((d - s) % 6, 0.8), ((d - s - 1) % 6, 0.1), ((d - s + 1) % 6, 0.1)]
-
-    Q1 = np.array([[sum(pr for d2, pr in outcomes(d, a) if d2 == 0) for a in range(6)] for d in range(6)])
+    A = np.asarray(T.soft_optimal_advantage(TINY, lp, beta))
+    lp = np.asarray(lp, np.float64)
+    Q1 = np.array([[sum(pr for d2, pr in _outcomes(d, a) if d2 == 0) for a in range(6)]
+                   for d in range(7)])
     V1 = beta * np.log(np.sum(np.exp(lp[0] + Q1 / beta), -1))
-    Q2 = np.array([[sum(pr * V1[d2] for d2, pr in outcomes(d, a)) for a in range(6)] for d in range(6)])
+    Q2 = np.array([[sum(pr * V1[d2] for d2, pr in _outcomes(d, a)) for a in range(6)]
+                   for d in range(7)])
     V2 = beta * np.log(np.sum(np.exp(lp[1] + Q2 / beta), -1))
     np.testing.assert_allclose(A[0], Q1 - V1[:, None], atol=1e-5)
     np.testing.assert_allclose(A[1], Q2 - V2[:, None], atol=1e-5)
-    # the exact success probability agrees with the transition matrix
-    P = np.asarray(T.transition_matrix(spec))
-    d, a = jnp.arange(6).repeat(6), jnp.tile(jnp.arange(6), 6)
-    sp = T.success_probability(spec, d, a // 3, a % 3)
-    np.testing.assert_allclose(np.asarray(sp).reshape(6, 6), P[:, :, 0], atol=1e-6)
+    np.testing.assert_allclose(A[:, 6], 0.0, atol=1e-6)  # nothing matters once dead
+
+    def J(pi, d0):  # pi[k−1, d, a], enumeration over (a0, d1, a1, d2)
+        kl = lambda k, d: np.sum(pi[k, d] * (np.log(pi[k, d]) - lp[k, d]))  # noqa: E731
+        total = -beta * kl(1, d0)
+        for a0 in range(6):
+            for d1, p1 in _outcomes(d0, a0):
+                total += pi[1, d0, a0] * p1 * -beta * kl(0, d1)
+                for a1 in range(6):
+                    for d2, p2 in _outcomes(d1, a1):
+                        total += pi[1, d0, a0] * p1 * pi[0, d1, a1] * p2 * (d2 == 0)
+        return total
+
+    pi_star = np.exp(lp + A / beta)
+    np.testing.assert_allclose(pi_star.sum(-1), 1.0, atol=1e-5)
+    rng = np.random.default_rng(0)
+    for d0 in (1, 3):
+        j_star = J(pi_star, d0)
+        assert j_star == pytest.approx(V2[d0], abs=1e-5)
+        for _ in range(5):
+            other = pi_star * np.exp(0.3 * rng.normal(size=pi_star.shape))
+            assert J(other / other.sum(-1, keepdims=True), d0) < j_star
 
 
-def test_valid_and_injected_actions_partition_the_action_set():
-    spec = T.TaskSpec(modulus=12, horizon=4, n_operands=4, fault=0.1)
-    d = jnp.arange(12).repeat(4)
-    sl = jnp.tile(jnp.arange(1, 5), 12)
+def test_demonstrator_law_and_fast_tool_calls():
+    spec = T.TaskSpec(modulus=12, horizon=4, n_operands=5, fault=0.1, crash=0.3, risky_from=3)
+    d = jnp.arange(13).repeat(4)
+    sl = jnp.tile(jnp.arange(1, 5), 13)
     valid = np.asarray(T.valid_actions(spec, d, sl))
     assert valid.any(1).all()
-    op, arg = T.inject_error(spec, jax.random.PRNGKey(0), d, sl)
-    a = np.asarray(op * 4 + arg)
-    has_invalid = ~valid.all(1)
-    assert not valid[np.arange(len(a)), a][has_invalid].any()
+    p = np.asarray(T.demonstrator_probs(spec, d, sl, 0.2, 0.8, 0.99))
+    np.testing.assert_allclose(p.sum(-1), 1.0, atol=1e-6)
+    dead = np.asarray(d) == 12
+    np.testing.assert_allclose(p[dead, 0], 0.99 + 0.01 / 10, atol=1e-6)  # the retry loop
+    # alive: the habit puts 0.8 · 0.8 on the largest valid operand (the fast tool when valid)
+    args = np.arange(10) % 5
+    top = valid & (args == np.where(valid, args, -1).max(1, keepdims=True))
+    assert np.all(p[~dead][top[~dead] & (top[~dead].sum(1, keepdims=True) == 1)] >= 0.64)
+    # sampled demonstrator actions follow the law
+    n = 40000
+    a = T.demonstrator_action(spec, jax.random.PRNGKey(0), jnp.full((n,), 7), jnp.full((n,), 4),
+                              0.2, 0.8, 0.99)
+    freq = np.bincount(np.asarray(a[0] * 5 + a[1]), minlength=10) / n
+    np.testing.assert_allclose(freq, p[7 * 4 + 3], atol=0.01)
+    op, arg = T.risky_call(spec, jax.random.PRNGKey(1), (1000,))
+    assert (np.asarray(arg) >= 3).all() and set(np.asarray(op).tolist()) == {0, 1}
     # with one step left the valid actions land exactly on the target whenever it is reachable
     c = np.asarray(T.centred(d, 12))
-    last = (np.asarray(sl) == 1) & (np.abs(c) <= 3)
-    ops, args = np.arange(8) // 4, np.arange(8) % 4
+    last = (np.asarray(sl) == 1) & (np.abs(c) <= 4) & ~dead
+    ops = np.arange(10) // 5
     lands = (c[:, None] - np.where(ops == 0, args, -args)[None]) == 0
     np.testing.assert_array_equal(valid[last], lands[last])
+
+
+def test_rollout_crash_is_irreversible_and_exact_success_matches_monte_carlo():
+    from repro26.progress_advantage.evaluate import exact_success
+
+    lp = jax.nn.log_softmax(jax.random.normal(jax.random.PRNGKey(2), (2, 7, 6)), -1)
+
+    def act(key, t, buf):
+        a = jax.random.categorical(key, lp[TINY.horizon - t - 1, buf["d"][:, t]])
+        return a // 3, a % 3
+
+    n = 40000
+    d0 = T.sample_problems(TINY, jax.random.PRNGKey(3), n)
+    tr = T.rollout(TINY, jax.random.PRNGKey(4), d0, act)
+    assert abs(float(tr["success"].mean()) - float(exact_success(TINY, lp))) < 0.01
+    forced = T.rollout(TINY, jax.random.PRNGKey(5), d0[:100], act, crash_at=jnp.zeros(100, int))
+    assert (np.asarray(forced["d"][:, 1]) == 6).all() and not forced["success"].any()
 
 
 def test_auroc_matches_brute_force_and_mann_whitney():

@@ -6,8 +6,10 @@ calls executed); the children are ranked by the aggregation (min / mean / last) 
 scores so far and the top ``n_beams`` kept (ties at random). After the last step the top child
 is the answer; its value is the exact success probability of its last step.
 
-Rankers: the step scores of :mod:`scores` on each child's new step, plus the ORM on the child's
-prefix (later steps zeroed; aggregated by last). Each ranker runs its own search.
+Rankers: the step scores of :mod:`scores` on each child's new step, and the PRM. The ORM is
+trained on whole trajectories, so it ranks no prefixes here. With a Markov π_ref the oracle
+``a_star`` (the exact A* table under π_ref) ranks as well: the ideal row. Each ranker runs its own
+search.
 """
 
 from __future__ import annotations
@@ -22,8 +24,13 @@ AGG = {"min": 0, "mean": 1, "last": 2}
 # (scorer, aggregation) of every ranker; the column of ``child_scores``' output it reads
 RANKERS = (("pa", "min"), ("pa", "mean"), ("pa", "last"), ("prm", "min"), ("prm", "mean"),
            ("prm", "last"), ("logprob", "mean"), ("self_certainty", "mean"), ("step_prob", "min"),
-           ("orm", "trajectory"), ("random", "mean"), ("position", "mean"))
-COLUMNS = ("pa", "prm", "logprob", "self_certainty", "step_prob", "orm", "random", "position")
+           ("random", "mean"), ("position", "mean"))
+ORACLE_RANKERS = (("a_star", "min"), ("a_star", "mean"), ("a_star", "last"))
+COLUMNS = ("pa", "prm", "logprob", "self_certainty", "step_prob", "random", "position", "a_star")
+
+
+def rankers(oracle: bool):
+    return RANKERS + (ORACLE_RANKERS if oracle else ())
 
 
 def budget_shape(n: int, expand: int) -> tuple[int, int]:
@@ -75,10 +82,11 @@ def beam_search(spec: T.TaskSpec, key, d0, propose, n_beams, aggregation, width=
     return jax.tree.map(lambda x: x[0], buf)
 
 
-def child_scores(spec, rl, ref, prm, orm, beta, key, t, buf, children: int):
+def child_scores(spec, rl, ref, prm, a_star, beta, key, t, buf, children: int):
     """Sample ``children`` steps of π_RL per beam and score each with every column of
     ``COLUMNS``: ``(op, arg, scores (beams, children, len(COLUMNS)))``. π_RL's and π_ref's
-    token distributions are computed once per beam (one transformer pass each)."""
+    token distributions are computed once per beam (one transformer pass each). ``a_star``:
+    the table A*[k−1, d, a] or None (column of zeros)."""
     ks, kr = jax.random.split(key)
 
     def beam(k, d, op_buf, arg_buf):
@@ -90,12 +98,12 @@ def child_scores(spec, rl, ref, prm, orm, beta, key, t, buf, children: int):
         lp, sc = token_stats(jnp.broadcast_to(lp_op, (children, 2)), lp_arg[op], op, arg)
         lq, _ = token_stats(jnp.broadcast_to(q_op, (children, 2)), q_arg[op], op, arg)
         sl = jnp.full((children,), spec.horizon - t)
-        orm_logit = jax.vmap(lambda o, g: orm(d, op_buf.at[t].set(o), arg_buf.at[t].set(g),
-                                              t + 1))(op, arg)
+        oracle = (jnp.zeros((children,)) if a_star is None else
+                  a_star[spec.horizon - t - 1, d[t], op * spec.n_operands + arg])
         cols = {"pa": beta * (lp.sum(-1) - lq.sum(-1)),
                 "prm": jax.nn.sigmoid(jax.vmap(prm)(jnp.full((children,), d[t]), sl, op, arg)),
                 "logprob": lp.mean(-1), "self_certainty": sc.mean(-1),
-                "step_prob": jnp.exp(lp.sum(-1)), "orm": orm_logit,
+                "step_prob": jnp.exp(lp.sum(-1)), "a_star": oracle,
                 "random": jax.random.uniform(jax.random.fold_in(k, 1), (children,)),
                 "position": -jnp.full((children,), t, jnp.float32)}
         return op, arg, jnp.stack([cols[c] for c in COLUMNS], -1)
@@ -104,19 +112,20 @@ def child_scores(spec, rl, ref, prm, orm, beta, key, t, buf, children: int):
     return jax.vmap(beam)(keys, buf["d"], buf["op"], buf["arg"])
 
 
-def search_values(spec, models, beta, key, d0, ns, expand: int):
+def search_values(spec, models, beta, key, d0, ns, expand: int, a_star=None):
     """Exact success probability of the answer of every ranker's beam search at every budget of
-    ``ns`` on problems ``d0``: ``(len(ns), len(RANKERS), problems)`` (one program for all
-    budgets: beams and children padded to the largest budget's)."""
-    rl, ref, prm, orm = models
+    ``ns`` on problems ``d0``: ``(len(ns), len(rankers(a_star is not None)), problems)`` (one
+    program for all budgets: beams and children padded to the largest budget's)."""
+    rl, ref, prm = models
     shapes = [budget_shape(n, expand) for n in ns]
     width, c_max = max(b for b, _ in shapes), max(c for _, c in shapes)
-    cols = jnp.asarray([COLUMNS.index(s) for s, _ in RANKERS])
-    aggs = jnp.asarray([AGG.get(a, 2) for _, a in RANKERS])
+    used = rankers(a_star is not None)
+    cols = jnp.asarray([COLUMNS.index(s) for s, _ in used])
+    aggs = jnp.asarray([AGG.get(a, 2) for _, a in used])
 
     def one(beams, children, col, agg, key, d0):
         def propose(k, t, buf):
-            op, arg, sc = child_scores(spec, rl, ref, prm, orm, beta, k, t, buf, c_max)
+            op, arg, sc = child_scores(spec, rl, ref, prm, a_star, beta, k, t, buf, c_max)
             return op, arg, sc[..., col]
         top = beam_search(spec, key, d0, propose, beams, agg, width, children)
         return T.success_probability(spec, top["d"][-1], top["op"][-1], top["arg"][-1])

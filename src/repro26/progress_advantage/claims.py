@@ -11,13 +11,13 @@ Rows evaluated with the same predicate (``Claim.check``), each replacing only pa
 
 * ideal — the oracle ``a_star``, the exact soft-optimal advantage A* under each seed's π_ref:
   what pa is for the exact KL-optimal π* (β log π*/π_ref = A*). It needs a Markov π_ref
-  (``policy: mlp``); beam search has no oracle ranker, so the ideal row is judged on the
-  other applications;
+  (``policy: mlp``); in beam search it ranks a search of its own;
 * trivial — the strongest trivial score of each application (random step scores or the step
   position −t, whichever has the higher mean).
 
-A baseline counts in a comparison only where it beats the strongest trivial row of that
-application (paired CI above 0).
+Every comparison is gated on the strongest trivial row of its application: pa must beat it
+(paired CI above 0) as well as every baseline; a baseline that does not beat that row itself is
+marked ``counts: false`` (beating it says no more than beating the trivial row).
 """
 
 from __future__ import annotations
@@ -91,36 +91,29 @@ def _comparisons(scores, against) -> dict:
     return out
 
 
-def _counted(comparisons):
-    return [(app, b, c) for app, comp in comparisons.items()
-            for b, c in comp["baselines"].items() if c["counts"]]
+def _intervals(comparisons):
+    """Every paired difference the decision reads: pa − strongest trivial per application and
+    pa − baseline for every baseline."""
+    return ([c["pa_vs_trivial"] for c in comparisons.values()]
+            + [b["difference"] for c in comparisons.values() for b in c["baselines"].values()])
 
 
 def _decision(comparisons) -> str:
-    """held / not held / open: held when pa beats the trivial row everywhere, every application
-    has a counted baseline and pa beats every counted one (CI above 0); not held when pa loses
-    to the trivial row or to a counted baseline (CI at or below 0 on the whole)."""
-    counted = _counted(comparisons)
-    trivial = [c["pa_vs_trivial"]["ci95"] for c in comparisons.values()]
-    diffs = [c["difference"]["ci95"] for _, _, c in counted]
-    if any(hi <= 0 for _, hi in trivial + diffs):
+    """held / not held / open: held when in every application pa beats the strongest trivial row
+    and every baseline (CI above 0; a baseline below the trivial row is beaten only through that
+    gate, and is marked ``counts: false``); not held when a CI lies at or below 0."""
+    rows = _intervals(comparisons)
+    if any(r["ci95"][1] <= 0 for r in rows):
         return "not held"
-    if (all(lo > 0 for lo, _ in trivial + diffs)
-            and {app for app, _, _ in counted} == set(comparisons)):
-        return "held"
-    return "open"
+    return "held" if all(r["ci95"][0] > 0 for r in rows) else "open"
 
 
 def _mde(comparisons) -> float:
-    rows = [c["difference"] for _, _, c in _counted(comparisons)] or [
-        c["pa_vs_trivial"] for c in comparisons.values()]
-    return max((r["ci95"][1] - r["ci95"][0]) / 2 for r in rows)
+    return max((r["ci95"][1] - r["ci95"][0]) / 2 for r in _intervals(comparisons))
 
 
 def _effect(comparisons) -> float:
-    rows = [c["difference"] for _, _, c in _counted(comparisons)] or [
-        c["pa_vs_trivial"] for c in comparisons.values()]
-    return min(r["mean"] for r in rows)
+    return min(r["mean"] for r in _intervals(comparisons))
 
 
 def _rows(scores) -> tuple[dict | None, dict]:
@@ -134,8 +127,8 @@ def _rows(scores) -> tuple[dict | None, dict]:
 
 
 IDEAL_NOTE = ("pa replaced by the oracle a_star = A* under each seed's π_ref (β log π*/π_ref "
-              "for the exact KL-optimal π*), on the same trajectories; beam search has no "
-              "oracle ranker, so the ideal row is judged on the other applications")
+              "for the exact KL-optimal π*), on the same trajectories (beam search: its own "
+              "search ranked by A*)")
 NO_IDEAL = ("no oracle row: A* under π_ref needs a Markov π_ref (policy: mlp); the transformer "
             "policy's π_ref is not tabulable")
 
@@ -150,8 +143,6 @@ def _application_claim(id, statement, paper, criterion, note, scores, against, c
     def undecided(m):
         if _decision(m["comparisons"]) != "open":
             return None
-        if not _counted(m["comparisons"]):
-            return "no baseline beats the strongest trivial row in any application"
         return "a 95% CI of pa − baseline or pa − trivial contains 0"
 
     return Claim.check(
@@ -187,16 +178,21 @@ def beats_confidence_claim(scores) -> Claim:
 def surpasses_reward_models_claim(scores, cfg=None) -> Claim:
     budget = budget_note = None
     if cfg is not None:
-        rl = cfg.rl_steps * cfg.rl_problems * cfg.rl_group
+        from repro26.progress_advantage.cli import rm_budget
+
+        b = rm_budget(cfg)
         budget = {
-            "pa": {"optimiser_steps": cfg.rl_steps * cfg.rl_inner_epochs, "data_seen": rl},
+            "pa": {"optimiser_steps": cfg.rl_steps * cfg.rl_inner_epochs,
+                   "episodes": b["episodes"]},
             "prm": {"optimiser_steps": cfg.rm_steps,
-                    "data_seen": cfg.rm_trajectories * (1 + cfg.horizon * cfg.rm_rollouts)},
-            "orm": {"optimiser_steps": cfg.rm_steps, "data_seen": cfg.rm_trajectories}}
-        why = ("not equalised: pa's budget is the RL post-training (trajectories sampled in "
-               "rl_steps); the reward models are trained on rm_trajectories of π_RL (PRM: plus "
-               "rm_rollouts Monte Carlo continuations per step); issue 46 asks for equal data")
-        budget_note = {"optimiser_steps": why, "data_seen": why}
+                    "episodes": b["prm_trajectories"] * (1 + cfg.horizon * cfg.rm_rollouts)},
+            "orm": {"optimiser_steps": cfg.rm_steps, "episodes": b["orm_trajectories"]}}
+        budget_note = {
+            "episodes": "equal data: each reward model sees as many environment episodes of "
+                        "π_RL as RL sampled (the PRM's split into trajectories and rm_rollouts "
+                        "Monte Carlo continuations per step, rounded down); pa needs no more",
+            "optimiser_steps": "not equalised: the reward models' steps (rm_steps) are fixed in "
+                               "the config, RL's are rl_steps x rl_inner_epochs"}
     against = {app: RM_INPUTS.get(app, REWARD_MODELS) for app in APPLICATIONS}
     return _application_claim(
         "surpasses_reward_models",
@@ -209,7 +205,7 @@ def surpasses_reward_models_claim(scores, cfg=None) -> Claim:
         "trajectories: not in beam search or attribution) the one-sided lower end of the paired "
         "95% CI of pa − RM lies above 0; not held when a CI lies at or below 0, inconclusive "
         "when one straddles 0",
-        "Both reward models see π_RL's trajectories of rm_trajectories problems; the budgets "
+        "Both reward models are trained on π_RL's episodes, as many as RL sampled; the budgets "
         "are stated in the claim's budget table.",
         scores, against, {"trivial": "random step scores; step position (-t)",
                           "baselines": "PRM, ORM"}, budget, budget_note)

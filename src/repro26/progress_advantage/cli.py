@@ -14,7 +14,8 @@ from typing import Literal
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, Count, NonNegative, Positive, Probability
+from repro26.core.config import (ConfigError, Count, NonNegative, NonNegativeInt, Positive,
+                                 Probability)
 from repro26.core.method import stage
 
 MODEL = Literal["ref", "rl_kl", "rl_clip", "prm", "orm"]
@@ -37,7 +38,11 @@ class Config:
     horizon: Count
     n_operands: Count
     fault: Probability
+    crash: Probability  # a fast-tool call (operand >= risky_from) crashes into the dead state
+    risky_from: Count
     demo_noise: NonNegative
+    demo_habit: Probability  # demonstrators take the largest valid operand
+    demo_retry: Probability  # demonstrators' retry call in the dead state
     n_demos: Count
     # policies: SFT then KL-regularised / clipping-only policy gradient; the architecture is a
     # causal transformer (tf_*) or, with policy: mlp, an MLP of width `hidden` over the Markov state
@@ -54,10 +59,11 @@ class Config:
     rl_group: Count
     rl_lr: Positive
     rl_inner_epochs: Count
+    rl_warmup: NonNegativeInt  # RL steps of linear warm-up before the cosine decay
     clip_eps: Positive
     kl_coef: NonNegative
-    # reward models: trajectories of π_RL, Monte Carlo rollouts per step for the PRM labels
-    rm_trajectories: Count
+    # reward models: π_RL's episodes, as many as RL sampled (rm_budget); the PRM's are split into
+    # trajectories and rm_rollouts Monte Carlo continuations per step for its labels
     rm_rollouts: Count
     rm_hidden: Count
     rm_steps: Count
@@ -79,7 +85,15 @@ def check(cfg: Config) -> None:
         raise ConfigError("progress_advantage.seeds: at least 2 seeds (claims use CIs over seeds)")
     if cfg.modulus < 4 or cfg.n_operands < 2 or cfg.horizon < 2:
         raise ConfigError("progress_advantage: modulus >= 4, n_operands >= 2, horizon >= 2")
-    for name in ("fault", "demo_noise", "slip"):
+    if not 1 <= cfg.risky_from < cfg.n_operands:
+        raise ConfigError("progress_advantage.risky_from: an operand in 1..n_operands-1")
+    if (cfg.risky_from - 1) * cfg.horizon < cfg.modulus // 2:
+        raise ConfigError("progress_advantage.risky_from: the safe operands 1..risky_from-1 must "
+                          "reach every distance in horizon calls ((risky_from-1)*horizon >= "
+                          "modulus//2), so the fast tool is never needed")
+    if cfg.rl_warmup >= cfg.rl_steps:
+        raise ConfigError("progress_advantage.rl_warmup: fewer than rl_steps")
+    for name in ("fault", "demo_noise", "slip", "crash"):
         if not 0 <= getattr(cfg, name) < 1:
             raise ConfigError(f"progress_advantage.{name}: must lie in [0, 1), got {getattr(cfg, name)}")
     if not 0 < cfg.gamma < 1:
@@ -99,6 +113,15 @@ def check(cfg: Config) -> None:
     if cfg.beam_expand < 1 or any(n % max(1, n // cfg.beam_expand) for n in cfg.bon_ns):
         raise ConfigError("progress_advantage.beam_expand: >= 1, and every bon_ns value a "
                           "multiple of its beam count max(1, N // beam_expand)")
+
+
+def rm_budget(cfg: Config) -> dict:
+    """Episodes of the environment each learner sees: RL samples rl_steps · rl_problems ·
+    rl_group; the ORM gets as many of π_RL's episodes, the PRM as many episodes split into
+    trajectories and their rm_rollouts continuations per step."""
+    episodes = cfg.rl_steps * cfg.rl_problems * cfg.rl_group
+    return {"episodes": episodes, "orm_trajectories": episodes,
+            "prm_trajectories": max(1, episodes // (1 + cfg.horizon * cfg.rm_rollouts))}
 
 
 def _skeleton(cfg: Config, model: str):
@@ -141,7 +164,8 @@ def data_stage(run: Run) -> None:
     cfg = run.cfg
     spec = evaluate.task_spec(cfg)
     demos = [train.demonstrations(spec, jax.random.fold_in(jax.random.PRNGKey(s), 2), cfg.n_demos,
-                                  cfg.demo_noise) for s in cfg.seeds]
+                                  cfg.demo_noise, cfg.demo_habit, cfg.demo_retry)
+             for s in cfg.seeds]
     io.write_npz(run.out, **{k: np.stack([np.asarray(d[k]) for d in demos]) for k in demos[0]})
 
 
@@ -171,8 +195,13 @@ def train_stage(run: Run) -> None:
     else:
         (rl,) = load_models(cfg, run, "rl_kl")
         keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), 5))(jnp.asarray(cfg.seeds))
-        data = eqx.filter_jit(eqx.filter_vmap(lambda p, k: train.reward_model_data(
-            spec, p, k, cfg.rm_trajectories, cfg.rm_rollouts)))(rl, keys)
+        budget = rm_budget(cfg)
+        if model == "prm":
+            data = eqx.filter_jit(eqx.filter_vmap(lambda p, k: train.reward_model_data(
+                spec, p, k, budget["prm_trajectories"], cfg.rm_rollouts)))(rl, keys)
+        else:
+            data = eqx.filter_jit(eqx.filter_vmap(lambda p, k: train.outcome_data(
+                spec, p, k, budget["orm_trajectories"])))(rl, keys)
         fit = train.train_prm if model == "prm" else train.train_orm
         net, hist = fit(spec, cfg, data, cfg.seeds, ckpt, run.progress)
     io.save_checkpoint(out, net, 0)

@@ -9,9 +9,9 @@ Tabular (every seed: its own random π_ref on the same slippery gridworld):
 Agentic (every seed: its own π_ref, π_RL, PRM, ORM; candidates sampled from π_RL):
   1. best-of-N: the mean exact success probability of the top-scored of N candidates;
   2. AUROC of a trajectory score for the realised success;
-  3. failure attribution: trajectories with one injected error at a known step after a clean
-     (noiseless demonstrator) prefix, continued by π_RL, kept when they fail; accuracy of
-     argmin step score = the injected step.
+  3. failure attribution: an expert prefix (the unregularised optimum), at a known step a
+     fast-tool call that crashes into the dead state, then π_RL; accuracy of argmin step score =
+     the crashing step.
   4. step-level beam search (:mod:`beam`) at the budgets of best-of-N, every ranker on the same
      ``n_beam`` problems: the mean exact success probability of its answer.
 Aggregations of pa / pa_clip / prm (min, mean, last) are chosen per seed on validation problems
@@ -31,7 +31,8 @@ from repro26.progress_advantage.model import MLPPolicy
 
 
 def task_spec(cfg) -> T.TaskSpec:
-    return T.TaskSpec(cfg.modulus, cfg.horizon, cfg.n_operands, cfg.fault)
+    return T.TaskSpec(cfg.modulus, cfg.horizon, cfg.n_operands, cfg.fault, cfg.crash,
+                      cfg.risky_from)
 
 
 # ------------------------------------------------------------------------------ tabular
@@ -120,37 +121,61 @@ def _candidates(spec, policy, key, n_problems, n_cand):
 
 
 def _attribution_trajectories(spec, policy, key, n):
-    """Clean prefix (noiseless demonstrator), one injected error at step k ~ U{0..H−1}, then
-    π_RL; returns the trajectories and k."""
+    """An expert prefix (an action of the unregularised optimum, ties at random), at step
+    k ~ U{0..H−1} a fast-tool call that crashes (the irreversible failure), then π_RL (in the dead
+    state); returns the trajectories and k."""
     k1, k2, k3 = jax.random.split(key, 3)
     d0 = T.sample_problems(spec, k1, n)
     first_error = jax.random.randint(k2, (n,), 0, spec.horizon)
+    Q = T.optimal_q(spec)
 
     def act(key, t, buf):
         ka, kb, kc = jax.random.split(key, 3)
         d = buf["d"][:, t]
-        sl = jnp.full(d.shape, spec.horizon - t)
-        op_c, arg_c = T.demonstrator_action(spec, ka, d, sl, 0.0)
-        op_e, arg_e = T.inject_error(spec, kc, d, sl)
+        q = Q[spec.horizon - t - 1, d]
+        best = jax.random.categorical(ka, jnp.where(q >= q.max(-1, keepdims=True) - 1e-6, 0.0,
+                                                    -jnp.inf))
+        op_e, arg_e = T.risky_call(spec, kc, d.shape)
         op_p, arg_p = policy.sample(kb, t, buf)
-        op = jnp.where(t < first_error, op_c, jnp.where(t == first_error, op_e, op_p))
-        arg = jnp.where(t < first_error, arg_c, jnp.where(t == first_error, arg_e, arg_p))
+        op = jnp.where(t < first_error, best // spec.n_operands,
+                       jnp.where(t == first_error, op_e, op_p))
+        arg = jnp.where(t < first_error, best % spec.n_operands,
+                        jnp.where(t == first_error, arg_e, arg_p))
         return op, arg
 
-    return T.rollout(spec, k3, d0, act), first_error
+    return T.rollout(spec, k3, d0, act, crash_at=first_error), first_error
+
+
+def policy_table(spec, policy):
+    """log π[k−1, d, a] of a Markov policy over every state."""
+    ds = jnp.arange(spec.n_obs)
+    return jax.vmap(lambda k: jax.vmap(lambda d: policy.joint_logprobs(d, k))(ds))(
+        jnp.arange(1, spec.horizon + 1))
+
+
+def exact_success(spec, log_pi):
+    """Expected success of a Markov policy ``log_pi[k−1, d, a]`` from the problem distribution."""
+    P = T.transition_matrix(spec)
+
+    def backup(V, lp):
+        V_new = jnp.sum(jnp.exp(lp) * (P @ V), -1)
+        return V_new, None
+
+    V0 = (jnp.arange(spec.n_obs) == 0).astype(jnp.float32)
+    V, _ = jax.lax.scan(backup, V0, log_pi)
+    return jnp.mean(V[1:spec.modulus])
 
 
 def _oracle(spec, ref, beta):
-    """Step scores A*[k, d, a] of the exact soft-optimal advantage under a Markov π_ref."""
-    ds = jnp.arange(spec.modulus)
-    log_ref = jax.vmap(lambda k: jax.vmap(lambda d: ref.joint_logprobs(d, k))(ds))(
-        jnp.arange(1, spec.horizon + 1))
+    """Step scores A*[k, d, a] of the exact soft-optimal advantage under a Markov π_ref, and the
+    table log π* = log π_ref + A*/β."""
+    log_ref = policy_table(spec, ref)
     A_star = T.soft_optimal_advantage(spec, log_ref, beta)
 
     def oracle(traj):
         k = spec.horizon - jnp.arange(spec.horizon)
         return A_star[k - 1, traj["d"], traj["op"] * spec.n_operands + traj["arg"]]
-    return oracle
+    return oracle, log_ref + A_star / beta
 
 
 @eqx.filter_jit
@@ -160,7 +185,7 @@ def _scored(spec, beta, n_val, n_test, n_cand, n_attr, n_beam, beam_ns, expand, 
 
     def one(rl, ref, clip, prm, orm, key):
         kv, kt, ka, k1, k2, kb, kr, kc = jax.random.split(key, 8)
-        oracle = _oracle(spec, ref, beta) if markov else None
+        oracle, log_star = _oracle(spec, ref, beta) if markov else (None, None)
 
         out = {}
         for name, k, n in (("val", kv, n_val), ("test", kt, n_test)):
@@ -180,8 +205,20 @@ def _scored(spec, beta, n_val, n_test, n_cand, n_attr, n_beam, beam_ns, expand, 
             tr = _candidates(spec, pol, jax.random.fold_in(kc, len(name)), n_test, 1)
             out[f"success_{name}"] = jnp.mean(T.success_probability(
                 spec, tr["d"][:, -1], tr["op"][:, -1], tr["arg"][:, -1]))
+            if markov:
+                lp = policy_table(spec, pol)
+                out[f"exact_success_{name}"] = exact_success(spec, lp)
+                # KL(π* ‖ π) on the states of π_RL's test trajectories
+                tt = out["test"]["traj"]
+                k = spec.horizon - jnp.arange(spec.horizon)
+                ls, lq = log_star[k - 1, tt["d"]], lp[k - 1, tt["d"]]
+                out[f"kl_star_{name}"] = jnp.mean(jnp.sum(jnp.exp(ls) * (ls - lq), -1))
+        if markov:
+            out["exact_success_pi_star"] = exact_success(spec, log_star)
         d0 = T.sample_problems(spec, jax.random.fold_in(kb, 0), n_beam)
-        out["beam"] = beam.search_values(spec, (rl, ref, prm, orm), beta, kb, d0, beam_ns, expand)
+        out["beam"] = beam.search_values(spec, (rl, ref, prm), beta, kb, d0, beam_ns, expand,
+                                         a_star=None if not markov else beta * (
+                                             log_star - policy_table(spec, ref)))
         return out
 
     return eqx.filter_vmap(one)(rl, ref, clip, prm, orm, key)
@@ -224,7 +261,7 @@ def agentic(cfg, models, progress: bool = False):
         a = jax.tree.map(lambda x: x[i], res["attr"])
         failed = ~a["traj"]["success"]
         for j, n in enumerate(ns):
-            for r, (scorer, agg) in enumerate(beam.RANKERS):
+            for r, (scorer, agg) in enumerate(beam.rankers("a_star" in split["test"]["steps"])):
                 bs.append({"seed": seed, "scorer": scorer, "aggregation": agg, "n": n,
                            "accuracy": float(res["beam"][i, j, r].mean())})
         for scorer in (s for s in (*S.AGGREGATED, *S.CONFIDENCE, *S.TRIVIAL) if s in a["steps"]):
@@ -235,8 +272,12 @@ def agentic(cfg, models, progress: bool = False):
         corr = {name: float(np.corrcoef(steps[col].ravel(), steps["a_star"].ravel())[0, 1])
                 if "a_star" in steps else float("nan")
                 for name, col in (("rl_kl", "pa"), ("rl_clip", "pa_clip"))}
+        nan = np.full(len(cfg.seeds), np.nan)
         for name in ("ref", "rl_kl", "rl_clip"):
             pol.append({"seed": seed, "policy": name, "success": float(res[f"success_{name}"][i]),
+                        "exact_success": float(res.get(f"exact_success_{name}", nan)[i]),
+                        "exact_success_pi_star": float(res.get("exact_success_pi_star", nan)[i]),
+                        "kl_to_pi_star": float(res.get(f"kl_star_{name}", nan)[i]),
                         "identity_corr_on_test_steps": corr.get(name, float("nan"))})
     bon = _mark_chosen(bon, "val_accuracy", n_max=max(ns))
     chosen = {(r["seed"], r["scorer"], r["aggregation"]) for r in bon if r["chosen"]}

@@ -81,7 +81,8 @@ def beam_search(run):
     """Test-time scaling by step-level beam search at the sampling budget of best-of-N: at each
     of the horizon's steps N steps of π_RL are sampled (tool calls executed) from
     max(1, N/4) beams, ranked by each scorer's aggregation of the step scores so far (the one
-    best-of-N chose on validation problems; the ORM scores the prefix) and the top beams kept;
+    best-of-N chose on validation problems; the oracle A* ranks a search of its own; the ORM,
+    trained on whole trajectories, ranks no prefixes) and the top beams kept;
     the y axis is the exact success probability of the top final trajectory (mean and 95% CI
     over seeds; N = 1 is one sample of π_RL)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -118,9 +119,9 @@ def auroc(run):
 
 @figure("tables/bon.csv", "tables/auroc.csv", "tables/attribution.csv", "tables/beam.csv")
 def attribution(run):
-    """Failure attribution: fraction of failed trajectories (one injected invalid step after a
-    clean prefix, then π_RL) whose lowest-scored step is the injected one (mean and 95% CI over
-    seeds; the ORM has no step scores)."""
+    """Failure attribution: fraction of failed trajectories (an expert prefix, then a fast-tool
+    call that crashes into the absorbing dead state, then π_RL) whose lowest-scored step is the
+    crashing one (mean and 95% CI over seeds; the ORM has no step scores)."""
     s = application_scores(*(tables.read(run.input(f)) for f in
                              ("bon.csv", "auroc.csv", "attribution.csv", "beam.csv")))
     fig, ax = plt.subplots(figsize=(7, 4.2))

@@ -1,7 +1,7 @@
 """Policies and reward models for the agentic task (Equinox).
 
 A trajectory is a token sequence: per step an observation token (the tool's last result, the
-distance d), then the step's two action tokens, an operator (+ or −) and an operand, so
+distance d, or the crash), then the step's two action tokens, an operator (+ or −) and an operand, so
 π(step | history) = π(op | history) · π(arg | history, op).
 
 * :class:`TransformerPolicy` (the default): a small causal transformer over the trajectory's
@@ -27,7 +27,7 @@ from repro26.progress_advantage.task import N_OPS, TaskSpec
 
 
 def state_features(spec: TaskSpec, d, steps_left):
-    return jnp.concatenate([jax.nn.one_hot(d, spec.modulus),
+    return jnp.concatenate([jax.nn.one_hot(d, spec.n_obs),
                             jax.nn.one_hot(steps_left - 1, spec.horizon)], -1)
 
 
@@ -70,7 +70,7 @@ class MLPPolicy(_Policy):
     def __init__(self, spec: TaskSpec, hidden: int, key):
         k1, k2, k3 = jax.random.split(key, 3)
         self.spec = spec
-        self.trunk = eqx.nn.MLP(spec.modulus + spec.horizon, hidden, hidden, 1,
+        self.trunk = eqx.nn.MLP(spec.n_obs + spec.horizon, hidden, hidden, 1,
                                 activation=jax.nn.gelu, final_activation=jax.nn.gelu, key=k1)
         self.op_head = eqx.nn.Linear(hidden, N_OPS, key=k2)
         self.arg_head = eqx.nn.Linear(hidden + N_OPS, spec.n_operands, key=k3)
@@ -115,7 +115,7 @@ class _Block(eqx.Module):
 
 class TransformerPolicy(_Policy):
     """Causal transformer over [obs_0, op_0, arg_0, obs_1, op_1, arg_1, ...] (3·horizon tokens;
-    vocabulary: modulus observations, 2 operators, n_operands operands)."""
+    vocabulary: modulus + 1 observations (the dead state included), 2 operators, n_operands operands)."""
 
     embed: eqx.nn.Embedding
     pos: jax.Array
@@ -128,7 +128,7 @@ class TransformerPolicy(_Policy):
     def __init__(self, spec: TaskSpec, width: int, layers: int, heads: int, key):
         keys = jax.random.split(key, layers + 4)
         self.spec = spec
-        self.embed = eqx.nn.Embedding(spec.modulus + N_OPS + spec.n_operands, width, key=keys[0])
+        self.embed = eqx.nn.Embedding(spec.n_obs + N_OPS + spec.n_operands, width, key=keys[0])
         self.pos = 0.02 * jax.random.normal(keys[1], (3 * spec.horizon, width))
         self.blocks = tuple(_Block(width, heads, k) for k in keys[4:])
         self.ln = eqx.nn.LayerNorm(width)
@@ -137,7 +137,7 @@ class TransformerPolicy(_Policy):
 
     def hidden(self, d, op, arg):
         """Outputs ``(3H, width)`` of the causal transformer; position i sees tokens ≤ i."""
-        m = self.spec.modulus
+        m = self.spec.n_obs
         ids = jnp.stack([d, m + op, m + N_OPS + arg], -1).reshape(-1)
         x = jax.vmap(self.embed)(ids) + self.pos
         mask = jnp.tril(jnp.ones((x.shape[0], x.shape[0]), bool))
@@ -173,7 +173,7 @@ class StepRewardModel(eqx.Module):
 
     def __init__(self, spec: TaskSpec, hidden: int, key):
         self.spec = spec
-        n_in = spec.modulus + spec.horizon + N_OPS + spec.n_operands
+        n_in = spec.n_obs + spec.horizon + N_OPS + spec.n_operands
         self.mlp = eqx.nn.MLP(n_in, 1, hidden, 2, activation=jax.nn.gelu, key=key)
 
     def __call__(self, d, steps_left, op, arg):
@@ -189,7 +189,7 @@ class OutcomeRewardModel(eqx.Module):
 
     def __init__(self, spec: TaskSpec, hidden: int, key):
         self.spec = spec
-        n_in = spec.horizon * (spec.modulus + spec.horizon + N_OPS + spec.n_operands)
+        n_in = spec.horizon * (spec.n_obs + spec.horizon + N_OPS + spec.n_operands)
         self.mlp = eqx.nn.MLP(n_in, 1, hidden, 2, activation=jax.nn.gelu, key=key)
 
     def __call__(self, d, op, arg, n_steps=None):

@@ -13,9 +13,10 @@ through ``repro26.core.train.run_loop``.
       expectation under π).
 
   ``kl_coef`` = β; the clipping-only variant sets it to 0.
-* PRM: binary cross-entropy on Monte Carlo step labels (success rate of ``prm_rollouts``
+* PRM: binary cross-entropy on Monte Carlo step labels (success rate of ``rm_rollouts``
   continuations by π_RL after each step of π_RL's trajectories); ORM: binary cross-entropy on the
-  outcomes of the same trajectories.
+  outcomes of π_RL's trajectories. Each sees as many episodes as RL sampled (``cli.rm_budget``;
+  the PRM's split into trajectories and their continuations).
 """
 
 from __future__ import annotations
@@ -60,11 +61,12 @@ def _fit(one_step, state, data, seeds, steps, chunk, ckpt, desc, progress):
 # ------------------------------------------------------------------------------ data
 
 
-def demonstrations(spec: T.TaskSpec, key, n: int, noise: float):
-    """``n`` noisy demonstration episodes: ``(n, horizon)`` buffers ``d, op, arg``."""
+def demonstrations(spec: T.TaskSpec, key, n: int, noise: float, habit: float, retry: float):
+    """``n`` demonstration episodes of :func:`task.demonstrator_probs`: ``(n, horizon)`` buffers
+    ``d, op, arg``."""
     k1, k2 = jax.random.split(key)
     traj = T.rollout(spec, k2, T.sample_problems(spec, k1, n), T.markov(
-        spec, lambda k, d, sl: T.demonstrator_action(spec, k, d, sl, noise)))
+        spec, lambda k, d, sl: T.demonstrator_action(spec, k, d, sl, noise, habit, retry)))
     return {k: traj[k] for k in ("d", "op", "arg")}
 
 
@@ -111,9 +113,20 @@ def token_kl(policy, ref_logprobs, d, op, arg):
     return _token_kl(p_op, q_op) + _token_kl(p_arg, q_arg)
 
 
+def rl_schedule(cfg):
+    """Learning rate of RL per Adam update: linear warm-up over rl_warmup steps, then cosine
+    decay to a tenth of rl_lr at the last step (rl_inner_epochs updates per step)."""
+    e, total = cfg.rl_inner_epochs, cfg.rl_steps * cfg.rl_inner_epochs
+    if cfg.rl_warmup == 0:
+        return optax.cosine_decay_schedule(cfg.rl_lr, total, alpha=0.1)
+    warm = cfg.rl_warmup * e
+    return optax.warmup_cosine_decay_schedule(0.0, cfg.rl_lr, warm, max(total, warm + 1),
+                                              cfg.rl_lr / 10)
+
+
 def train_rl(spec, cfg, ref, seeds, kl_coef: float, ckpt: Path | None, progress: bool):
     """π_RL initialised at π_ref (per seed), trained as in the module docstring."""
-    opt = optax.adam(cfg.rl_lr)
+    opt = optax.adam(rl_schedule(cfg))
     B, G = cfg.rl_problems, cfg.rl_group
 
     def one_step(state: TrainState, data, key):
@@ -170,6 +183,12 @@ def reward_model_data(spec, policy, key, n: int, rollouts: int):
     cont = T.rollout(spec, k4, d_after, policy.sample, start_step=t + 1, prefix=prefix)
     labels = cont["success"].astype(jnp.float32).reshape(n, H, rollouts).mean(-1)
     return {**traj, "label": labels}
+
+
+def outcome_data(spec, policy, key, n: int):
+    """π_RL's trajectories on ``n`` random problems and their outcomes (the ORM's data)."""
+    k1, k2 = jax.random.split(key)
+    return T.rollout(spec, k2, T.sample_problems(spec, k1, n), policy.sample)
 
 
 def _bce(logit, y):
