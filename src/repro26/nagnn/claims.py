@@ -309,7 +309,8 @@ def beats_snapshot_claim(metrics, training) -> Claim:
         inconclusive_if=lambda m: _reasons(m["by_dataset"]),
         budget=_budget(status, compared),
         compared_with={"trivial": "better of EdgeBank and common neighbours",
-                       "baseline": "GCN-GRU (two-layer GCN + GRU, GCRN-style snapshot model)"},
+                       "baseline": "GCN-GRU (two-layer GCN + GRU, GCRN-style snapshot model, "
+                                   "with a learned embedding per node)"},
         min_detectable_effect=max((v["gain_points"]["ci95"][1] - v["gain_points"]["ci95"][0]) / 2
                                   for v in per.values()),
         effect=MIN_EFFECT_POINTS,

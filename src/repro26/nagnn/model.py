@@ -196,7 +196,13 @@ class NAGNN(eqx.Module):
     graph-convolution layers on the snapshot's graph, ``g1 = relu(W1 [x_u, h_u, mean_{w ~ u}
     [x_w, h_w], log(1 + snapshot degree), log(1 + degree)])`` and ``g2 = relu(W2 [g1_u,
     mean_{w ~ u} g1_w])`` (two hops), then ``h <- GRU(g2, h)``; decoder without
-    joint-neighbourhood features."""
+    joint-neighbourhood features. With ``node_emb`` (GCN-GRU) every node's input is
+    ``[x_u, q_u]`` with ``q_u`` a learned embedding of width ``hidden`` (the transductive node
+    embeddings of EvolveGCN / ROLAND on graphs whose features do not tell nodes apart: here
+    the features are a community centroid plus noise), in the graph convolutions and the
+    decoder alike: the strongest node-wise snapshot model we have, since node identities let
+    the GRU state carry a sketch of who a node met (issue 51: without them GCN-GRU scored below
+    common neighbours on dsbm, so the claim could not decide there)."""
 
     gru: eqx.nn.GRUCell
     inp: eqx.nn.Linear
@@ -206,22 +212,26 @@ class NAGNN(eqx.Module):
     planes: Float[Array, "L b F"]
     priority: Float[Array, "L N"]
     node_codes: Float[Array, "N F"]
+    node_emb: Float[Array, "N d"] | None  # GCN-GRU's learned node embeddings (transductive)
     use_reservoir: bool = eqx.field(static=True)
 
     def __init__(self, n_nodes: int, feature_dim: int, hidden: int, n_tables: int, n_bits: int,
-                 use_reservoir: bool, key):
+                 use_reservoir: bool, key, node_emb: bool = False):
         k = jax.random.split(key, 7)
-        D = feature_dim + hidden
+        n_emb = hidden if node_emb else 0
+        D = feature_dim + n_emb + hidden
         n_in = 2 * D + 2 + (9 * D if use_reservoir else 0)
         self.inp = eqx.nn.Linear(n_in, hidden, key=k[0])
         self.inp2 = None if use_reservoir else eqx.nn.Linear(2 * hidden, hidden,
                                                               key=jax.random.fold_in(key, 7))
         self.gru = eqx.nn.GRUCell(hidden, hidden, key=k[1])
-        self.embed_x = eqx.nn.Linear(feature_dim, hidden, key=k[2])
+        self.embed_x = eqx.nn.Linear(feature_dim + n_emb, hidden, key=k[2])
         self.dec = Decoder(hidden, 7 if use_reservoir else 0, k[3])
         self.planes = jax.random.normal(k[4], (n_tables, n_bits, feature_dim))
         self.priority = jax.random.uniform(k[5], (n_tables, n_nodes))
         self.node_codes = jax.random.normal(k[6], (n_nodes, feature_dim))
+        self.node_emb = (jax.random.normal(jax.random.fold_in(key, 8), (n_nodes, n_emb))
+                         if node_emb else None)
         self.use_reservoir = use_reservoir
 
     def init_state(self, n_nodes: int) -> SnapshotState:
@@ -235,9 +245,14 @@ class NAGNN(eqx.Module):
         del x
         return simhash(jax.lax.stop_gradient(self.node_codes), jax.lax.stop_gradient(self.planes))
 
+    def inputs(self, x):
+        """Node inputs: the features, and the learned node embeddings where the model has them."""
+        return x if self.node_emb is None else jnp.concatenate([x, self.node_emb], -1)
+
     def update(self, state: SnapshotState, x, src, dst) -> SnapshotState:
         """Fold one snapshot's events into every node at once."""
         N = x.shape[0]
+        x = self.inputs(x)
         a, b = jnp.concatenate([src, dst]), jnp.concatenate([dst, src])
         xh = jnp.concatenate([x, state.h], -1)
         snap_mean, snap_deg = _snapshot_mean(xh, a, b, N)
@@ -259,7 +274,7 @@ class NAGNN(eqx.Module):
         return SnapshotState(jax.vmap(self.gru)(inputs, state.h), res)
 
     def score(self, state: SnapshotState, x, u, v):
-        e = state.h + jax.vmap(self.embed_x)(x)
+        e = state.h + jax.vmap(self.embed_x)(self.inputs(x))
         pair = (joint_features(state.res, self.codes(x), u, v) if self.use_reservoir
                 else jnp.zeros((u.shape[0], 0)))
         return self.dec(e[u], e[v], state.res.degree[u], state.res.degree[v], pair)
@@ -429,7 +444,8 @@ def build(name: str, n_nodes: int, feature_dim: int, hidden: int, n_tables: int,
           key):
     """A freshly initialised learned model by name."""
     if name in SNAPSHOT_MODELS:
-        return NAGNN(n_nodes, feature_dim, hidden, n_tables, n_bits, name == "nagnn", key)
+        return NAGNN(n_nodes, feature_dim, hidden, n_tables, n_bits, name == "nagnn", key,
+                     node_emb=name == "gcn_gru")
     if name in EVENT_MODELS:
         return EventMemory(feature_dim, hidden, name == "tgn", key)
     raise ValueError(f"unknown learned model {name!r}; one of {LEARNED}")
