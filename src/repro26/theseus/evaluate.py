@@ -1,7 +1,8 @@
 """Final metrics of every trained model, read back from the jobs' checkpoints.
 
 For each task and model: test accuracy, NLL (nats per label; per character for text) and
-perplexity ``exp(NLL)`` per seed, the parameter count, and the linear CKA between each stage
+perplexity ``exp(NLL)`` per seed, the parameter count, how many parts are of the target
+architecture (``target_parts`` of ``n_parts``), and the linear CKA between each stage
 output and the guide's on the first ``cka_samples`` test inputs (the guide the model was aligned
 to: the untrained guide for ``not_untrained``, the trained one otherwise).
 """
@@ -34,6 +35,17 @@ def n_params(net) -> int:
     return int(sum(leaf[0].size for leaf in leaves))
 
 
+def target_parts(net, target) -> int:
+    """How many of ``net``'s parts are of the target architecture's type (counted on the
+    network itself: a finished conversion has all of them)."""
+    from repro26.theseus import model as M
+
+    if M.n_parts(net) != M.n_parts(target):
+        return 0
+    return sum(type(M.get_part(net, k)) is type(M.get_part(target, k))
+               for k in range(M.n_parts(net)))
+
+
 def gather(cfg, inputs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
     """``(final rows, stage rows)`` over every task and model."""
     from repro26.theseus.cli import models_of
@@ -44,6 +56,7 @@ def gather(cfg, inputs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
         trained = io.load_model(_find(inputs, task_name, "guide.eqx"),
                                 train.skeleton(task, "guide", cfg.seeds))
         untrained = train.stacked(task.make_guide, cfg.seeds, "guide")
+        target = train.stacked(task.make_target, cfg.seeds, "target")
         for model in models_of(cfg, task_name):
             net = io.load_model(_find(inputs, task_name, f"{model}.eqx"),
                                 train.skeleton(task, model, cfg.seeds))
@@ -52,8 +65,9 @@ def gather(cfg, inputs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
             cka = (train.layer_cka(net, reference, task, cfg.cka_samples)
                    if model != "linear" else None)
             size = n_params(net)
+            arch = {"target_parts": target_parts(net, target), "n_parts": train.n_parts(task)}
             for i, seed in enumerate(cfg.seeds):
-                row = {"task": task_name, "model": model, "seed": seed, "params": size,
+                row = {"task": task_name, "model": model, "seed": seed, "params": size, **arch,
                        **{k: float(v[i]) for k, v in metrics.items()},
                        "aligned_to": "untrained_guide" if model == "not_untrained" else "guide"}
                 if cka is not None:

@@ -1,4 +1,10 @@
-"""Representational similarity, the alignment loss built on it, and the task losses.
+"""Representational similarity, output matching, the alignment loss, and the task losses.
+
+A conversion aligns a converted stage's output with the guide's in one of two ways
+(``train.make_loss`` picks by who reads the output): by *output matching*
+(:func:`output_match`) where a guide part reads it and needs the guide's exact layout, and by a
+representational similarity (linear CKA or the soft mutual-NN score below) where a target part
+reads it and can undo rotations and scalings.
 
 Linear CKA (Kornblith et al. 2019). For representations ``X`` (n x p) and ``Y`` (n x q) of the
 same n inputs, centre the columns (``H = I - 11^T/n``) and compare the centred Gram matrices
@@ -79,6 +85,22 @@ def alignment_loss(metric: Metric, pairs, tau: float = 0.1) -> Float[Array, ""]:
 def feature_mse(pairs) -> Float[Array, ""]:
     """``sum_j mean ||h_j - g_j||^2`` (FitNets-style feature distillation; same shapes)."""
     return sum(jnp.mean(jnp.sum((h - g).reshape(h.shape[0], -1) ** 2, axis=1)) for h, g in pairs)
+
+
+def output_match(h: Float[Array, "n p"], g: Float[Array, "n p"], eps: float = 1e-8) -> Float[Array, ""]:
+    """Output matching of a converted stage output ``h`` to the guide's ``g`` (same shape; rows =
+    samples, p units): ``(1/n) sum_i ||h_i - g_i||^2 / s^2`` with ``s^2`` the guide's variance
+    per unit, ``||g - mean(g)||_F^2 / (n p)``. It is the per-sample negative log-likelihood (up to
+    constants) of ``g_i`` as a Gaussian around ``h_i`` with the guide's own spread, summed over
+    the p units the next part reads, as the cross-entropy is of the label: 0 iff ``h = g``, p for
+    the best constant, and not invariant to any map that mixes units. Where the next part is one
+    of the guide's, that part reads the units of ``h`` one by one (a convolution reads channel c
+    at pixel (i, j); an attention block fixed residual-stream coordinates), so it needs ``h = g``
+    itself: CKA's invariance to rotations would pass ``h = g Q``, which that part cannot undo."""
+    h, g = h.reshape(h.shape[0], -1), g.reshape(g.shape[0], -1)
+    n, p = g.shape
+    spread = jnp.sum((g - g.mean(axis=0)) ** 2) / (n * p)
+    return jnp.sum((h - g) ** 2) / (n * (spread + eps))
 
 
 def cross_entropy(logits: Float[Array, "n c"], labels: Int[Array, " n"]) -> Float[Array, ""]:

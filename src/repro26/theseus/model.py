@@ -5,7 +5,8 @@ Every network maps one example to logits and exposes ``features(x)``, the output
 
 * images (CNN -> MLP): the whole stage. CNN stage k is ``conv 3x3 -> ReLU -> 2x2 max-pool``
   (last stage: global max-pool); the MLP stage replacing it is ``flatten -> dense -> ReLU ->
-  reshape`` to the same output shape, so the guide's later stages accept it. The head (a linear
+  maxout over groups -> reshape`` to the same output shape (:class:`MaxoutStage`, which can
+  compute the conv stage exactly), so the guide's later stages accept it. The head (a linear
   layer) is the same in both architectures and is kept.
 * text (transformer -> RNN): the token mixer of pre-norm residual block k,
   ``x + mixer(LN(x))`` then ``x + MLP(LN(x))``: causal self-attention with rotary position
@@ -64,15 +65,43 @@ class ConvStage(eqx.Module):
         return h[:, : hh // 2 * 2, : ww // 2 * 2].reshape(c, hh // 2, 2, ww // 2, 2).max(axis=(2, 4))
 
 
-class DenseStage(eqx.Module):
-    """``flatten -> dense -> ReLU -> reshape(out_shape)``: an MLP layer with the CNN stage's
-    input and output shapes."""
+class MaxoutStage(eqx.Module):
+    """``flatten -> dense -> ReLU -> max over groups of `pool` units -> reshape(out_shape)``: a
+    fully connected maxout layer (Goodfellow et al. 2013) with the CNN stage's input and output
+    shapes and as many hidden ReLU units as the CNN stage has before its pool
+    (``prod(out_shape) x pool``). It has the capacity of the part it replaces: a convolution is a
+    dense matrix with tied, local entries, and a max-pool is a max over fixed groups of units,
+    so every ``conv -> ReLU -> max-pool`` stage is one setting of this layer's weights
+    (:func:`maxout_from_conv`), while the layer itself has no locality or weight sharing."""
 
     linear: eqx.nn.Linear
+    pool: int = eqx.field(static=True)
     out_shape: tuple[int, ...] = eqx.field(static=True)
 
     def __call__(self, x: Array) -> Array:
-        return jax.nn.relu(self.linear(x.reshape(-1))).reshape(self.out_shape)
+        z = jax.nn.relu(self.linear(x.reshape(-1)))
+        return z.reshape(-1, self.pool).max(axis=1).reshape(self.out_shape)
+
+
+def maxout_from_conv(stage: ConvStage, in_shape: tuple[int, int, int]) -> MaxoutStage:
+    """The maxout layer that computes ``stage`` exactly on inputs of ``in_shape``: column i of
+    the dense matrix is the conv's response to the i-th unit input, rows ordered so that each
+    group of ``pool`` units is one pooling window of one channel."""
+    c, h, w = in_shape
+    pre = jax.vmap(stage.conv)(jnp.eye(c * h * w).reshape(-1, c, h, w))  # (in, o, h, w)
+    pre = pre - stage.bias[None, :, None, None]
+    o = stage.weight.shape[0]
+    if stage.global_pool:
+        weight, bias = pre.reshape(c * h * w, o, h * w), jnp.repeat(stage.bias, h * w)
+        pool, out_shape = h * w, (o,)
+    else:
+        hh, ww = h // 2, w // 2
+        pre = pre[:, :, : hh * 2, : ww * 2].reshape(-1, o, hh, 2, ww, 2).transpose(0, 1, 2, 4, 3, 5)
+        weight, bias = pre.reshape(c * h * w, o * hh * ww * 4), jnp.repeat(stage.bias, hh * ww * 4)
+        pool, out_shape = 4, (o, hh, ww)
+    linear = eqx.nn.Linear(c * h * w, bias.size, key=jax.random.PRNGKey(0))
+    linear = eqx.tree_at(lambda m: (m.weight, m.bias), linear, (weight.reshape(c * h * w, -1).T, bias))
+    return MaxoutStage(linear, pool, out_shape)
 
 
 class AddChannel(eqx.Module):
@@ -284,11 +313,15 @@ def make_cnn(key: PRNGKeyArray, canvas: int, channels: Sequence[int]) -> Network
 
 
 def make_mlp(key: PRNGKeyArray, canvas: int, channels: Sequence[int]) -> Network:
-    """The target: one dense stage per CNN stage, with the same input and output shapes."""
+    """The target: one maxout dense stage per CNN stage, with the same input and output shapes
+    and as many hidden units as the CNN stage has before its pool."""
     shapes = image_shapes(canvas, channels)
     keys = jax.random.split(key, len(shapes) + 1)
     sizes = [canvas * canvas] + [math.prod(s) for s in shapes]
-    stages = tuple(DenseStage(eqx.nn.Linear(sizes[j], sizes[j + 1], key=keys[j]), shapes[j])
+    sides = [canvas >> j for j in range(len(shapes))]
+    pools = [4] * (len(shapes) - 1) + [sides[-1] ** 2]
+    stages = tuple(MaxoutStage(eqx.nn.Linear(sizes[j], sizes[j + 1] * pools[j], key=keys[j]),
+                               pools[j], shapes[j])
                    for j in range(len(shapes)))
     return Network(AddChannel(), stages, eqx.nn.Linear(channels[-1], 10, key=keys[-1]), "stage")
 

@@ -13,15 +13,24 @@ Models (budget B = ``stage_steps x K`` steps for every target, K = number of par
 * ``kd``: scratch target trained on ``(1 - w) CE + w T^2 KL(guide || target at temperature T)``;
 * ``fmse``: scratch target trained on ``CE + w sum_j ||h_j - g_j||^2`` (every stage output
   matched to the guide's, FitNets-style);
-* ``oneshot``: every part of the guide replaced by a fresh target part at once, then
-  ``CE + lambda sum_j (1 - S(h_j, g_j))`` for B steps;
+* ``oneshot``: every part of the guide replaced by a fresh target part at once, then trained for
+  B steps on the conversion loss below;
 * ``not`` (Network of Theseus): for k = 0..K-1, replace part k by a fresh target part and train
-  the hybrid for ``stage_steps`` on ``CE + lambda sum_{j<=k} (1 - S(h_j, g_j))``, S = linear CKA;
-  ``not_mnn`` the same with the soft mutual-NN score; ``not_untrained`` with CKA towards an
-  *untrained* guide (random init of the guide architecture, never trained).
+  the hybrid for ``stage_steps`` on the conversion loss over the converted stages j <= k;
+  ``not_mnn`` the same with the soft mutual-NN score; ``not_untrained`` towards an *untrained*
+  guide (random init of the guide architecture, never trained).
 
-``g_j`` are the frozen guide's stage outputs on the same batch. The whole hybrid is trained
-(new parts and the guide parts still in it), so later guide parts adapt to the new ones.
+The conversion loss is ``CE + mu sum_{j in M} match(h_j, g_j) + lambda sum_{j in S} (1 - S(h_j,
+g_j))`` (:func:`make_loss`), ``g_j`` the frozen guide's stage outputs on the same batch. The
+abstract aligns the replaced components "via representational similarity metrics"; which metric
+fits depends on who reads the stage's output. M holds the stages read by a guide part (the next
+stage is still the guide's, or the guide's head after the last stage): that part reads fixed
+units (a convolution channel c at pixel (i, j), attention fixed residual coordinates), so only
+the activations themselves will do, and they are matched (:func:`losses.output_match`). S holds
+the stages read by a target part (a dense layer, a recurrence), which can absorb any rotation and
+scaling of its input: there representational similarity (linear CKA, which is invariant to just
+those) is the alignment, and the exact layout is left free. The whole hybrid is trained (new
+parts and the guide parts still in it), so later guide parts adapt to the new ones.
 """
 
 from __future__ import annotations
@@ -108,10 +117,23 @@ def as_samples(h: jax.Array, part: str) -> jax.Array:
     return h.reshape(-1, h.shape[-1]) if part == "mixer" else h.reshape(h.shape[0], -1)
 
 
-def make_loss(cfg, model: str, aligned: tuple[int, ...]):
+def consumer_is_guide(j: int, replaced: tuple[int, ...], n: int) -> bool:
+    """Is the part that reads stage j's output still the guide's? Stage j + 1, or the head (kept
+    from the guide in every conversion) after the last stage."""
+    return j == n - 1 or (j + 1) not in replaced
+
+
+def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ...] = (),
+              n: int = 0):
     """``loss(net, (x, y, guide)) -> (loss, terms)`` of ``model`` on a batch; ``aligned`` are the
-    stages whose outputs are pulled towards the guide's."""
+    stages whose outputs are pulled towards the guide's, ``replaced`` the parts that are target
+    modules (of ``n``). A conversion aligns stage j by output matching
+    (:func:`losses.output_match`) where the part reading its output is a guide part, and by the
+    representational similarity (CKA, or the soft mutual-NN score for ``not_mnn``) where it is a
+    target part (a dense layer or a recurrence, which can undo any rotation of its input)."""
     metric = "mnn" if model == "not_mnn" else "cka"
+    matched = tuple(j for j in aligned if consumer_is_guide(j, replaced, n))
+    similar = tuple(j for j in aligned if j not in matched)
 
     def loss(net, x, y, guide):
         logits = jax.vmap(net)(x)
@@ -119,13 +141,20 @@ def make_loss(cfg, model: str, aligned: tuple[int, ...]):
         terms = {"ce": ce}
         if model in CONVERSIONS or model == "fmse":
             h, g = jax.vmap(net.features)(x), jax.vmap(guide.features)(x)
-            pairs = [(as_samples(h[j], net.part), jax.lax.stop_gradient(as_samples(g[j], net.part)))
-                     for j in aligned]
+            pair = lambda j: (as_samples(h[j], net.part),  # noqa: E731
+                              jax.lax.stop_gradient(as_samples(g[j], net.part)))
             if model == "fmse":
-                terms["feature_mse"] = losses.feature_mse(pairs)
+                terms["feature_mse"] = losses.feature_mse([pair(j) for j in aligned])
                 return ce + cfg.fmse_weight * terms["feature_mse"], terms
-            terms["align"] = losses.alignment_loss(metric, pairs, cfg.mnn_tau)
-            return ce + cfg.align_weight * terms["align"], terms
+            total = ce
+            if matched:
+                terms["match"] = sum(losses.output_match(*pair(j)) for j in matched)
+                total = total + cfg.match_weight * terms["match"]
+            if similar:
+                terms["align"] = losses.alignment_loss(metric, [pair(j) for j in similar],
+                                                       cfg.mnn_tau)
+                total = total + cfg.align_weight * terms["align"]
+            return total, terms
         if model == "kd":
             teacher = jax.lax.stop_gradient(jax.vmap(guide)(x))
             v = logits.shape[-1]
@@ -272,7 +301,8 @@ def train_model(cfg, task: Task, model: str, guide: M.Network | None, out: Path,
         return net, rows
     if model == "oneshot":
         hybrid = M.swap_all(guide, range(K), target)
-        net, _ = fit(hybrid, guide, task, make_loss(cfg, model, tuple(range(K))), seeds, budget,
+        every = tuple(range(K))
+        net, _ = fit(hybrid, guide, task, make_loss(cfg, model, every, every, K), seeds, budget,
                      4, ckpt("train"), f"{task.name}:oneshot", progress)
         record(net, K, budget, K)
         return net, rows
@@ -281,8 +311,8 @@ def train_model(cfg, task: Task, model: str, guide: M.Network | None, out: Path,
     record(net, 0, 0, 0)
     for k, aligned in stage_schedule(K):
         net = M.swap(net, k, target)
-        net, _ = fit(net, guide, task, make_loss(cfg, model, aligned), seeds, tc.stage_steps,
-                     10 + k, ckpt(f"stage{k}"), f"{task.name}:{model} stage {k + 1}/{K}", progress)
+        net, _ = fit(net, guide, task, make_loss(cfg, model, aligned, aligned, K), seeds,
+                     tc.stage_steps, 10 + k, ckpt(f"stage{k}"), f"{task.name}:{model} stage {k + 1}/{K}", progress)
         record(net, k + 1, (k + 1) * tc.stage_steps, k + 1)
     return net, rows
 
