@@ -253,9 +253,9 @@ def zero_shot_claim(table, cfg, training=None) -> Claim:
         "regeneration": {cfg.held_in: regeneration(table, conds[cfg.held_in], training)},
     }
     measured["by_dynamics"] = _zero_shot_parts(measured, cfg.held_out)
-    measured["pf_10n_normalised (finding)"] = {
+    measured["nbf_over_pf_10n (finding, where the 10N PF ran)"] = {
         d: summary(_per_seed(table, "nbf", **c) / _per_seed(table, "pf_10n", **c))
-        for d, c in conds.items()}
+        for d, c in conds.items() if tables.where(table, filter="pf_10n", **c).any()}
     measured["pf_normalised (finding)"] = {
         d: summary(_per_seed(table, "pf", **c) / _per_seed(table, IDEAL, **c))
         for d, c in conds.items()}
