@@ -131,7 +131,8 @@ def gap_vs_n(run):
     ax = axes[0, 1]
     for i, fam in enumerate(fams):
         ns, frac = tables.pivot(table, "fractional_rows", family=fam, estimator="srgw")
-        _ci_line(ax, ns, frac, fam, f"C{i % 10}")
+        _ci_line(ax, ns, frac, fam, f"C{i % 10}", limits=(0.0, 1.0))
+    ax.set_ylim(bottom=0.0)
     ax.legend(fontsize=6)
     _n_axis(ax, ns)
     ax.set_ylabel("fraction of rows")
