@@ -99,7 +99,7 @@ def coverage(run):
 def width_vs_class(run):
     """Width of the true bounds and of the Masked NCM interval (smallest and largest n) vs the
     number of DAGs in the Markov equivalence class; mean and 95% CI over the instances of each class
-    size."""
+    size, clipped to a width's [0, 1] (a class size with one instance has no interval)."""
     t = _bounds(run)
     fig, axes = plotting.subplots(1, 1, width=4.2, height=3.2)
     ax = axes[0, 0]
@@ -113,7 +113,8 @@ def width_vs_class(run):
             mean, half = mean_ci(t[col][sel & (t["class_size"] == s)])
             means.append(mean)
             halves.append(half)
-        ax.errorbar(sizes + 0.12 * (i - 1), means, yerr=halves, marker="o", capsize=2, label=label)
+        yerr = plotting.clipped_yerr(np.asarray(means), np.asarray(halves), (0.0, 1.0))
+        ax.errorbar(sizes + 0.12 * (i - 1), means, yerr=yerr, marker="o", capsize=2, label=label)
     ax.set(xlabel="size of the Markov equivalence class (DAGs)", ylabel="interval width",
            title="Width vs class size")
     ax.set_xticks(sizes)
