@@ -43,17 +43,20 @@ def _all_empty(fig, axes, text: str):
 
 
 def _bars(ax, table, tasks, methods, column):
-    """Grouped bars: mean and 95% CI over seeds of `column`, one group per task."""
+    """Grouped bars of a positive `column` (ESS/N, RMSE) on a log axis: geometric mean over seeds
+    with the 95% CI of its log, one group per task (a t-interval of the raw values runs below 0,
+    which a log axis cannot show)."""
     width = 0.8 / len(methods)
     for j, method in enumerate(methods):
-        means, halves = [], []
+        centres, errors = [], []
         for task in tasks:
             values = per_seed(table, task, method, column)  # empty: method not run on the task
-            mean, half = mean_ci(values) if values.size else (np.nan, np.nan)
-            means.append(mean)
-            halves.append(half)
-        ax.bar(np.arange(len(tasks)) + (j - (len(methods) - 1) / 2) * width, means, width,
-               yerr=halves, label=method, color=COLOURS[method])
+            log_mean, half = mean_ci(np.log(values)) if values.size else (np.nan, np.nan)
+            centre = np.exp(log_mean)
+            centres.append(centre)
+            errors.append((centre - np.exp(log_mean - half), np.exp(log_mean + half) - centre))
+        ax.bar(np.arange(len(tasks)) + (j - (len(methods) - 1) / 2) * width, centres, width,
+               yerr=np.asarray(errors).T, label=method, color=COLOURS[method])
     ax.set_xticks(np.arange(len(tasks)))
     ax.set_xticklabels([t.replace("_", "\n") for t in tasks], fontsize=7)
 
@@ -120,7 +123,7 @@ def elbo_ess(run):
     ELBO of BFFG with the paper's proxy (bffg) and of the fair BFFG whose proxy linearises the
     drift around the observations (bffg_lin; continuous tasks), paired over seeds (mean and 95%
     CI). Right: normalised effective sample size of the importance weights of NBFFG, both BFFGs
-    and naive forward simulation (log scale)."""
+    and naive forward simulation (geometric mean and 95% CI of its log over seeds, log scale)."""
     tasks = _nonlinear(run.cfg)
     fig, axes = plotting.subplots(1, 2, width=max(3.4, 0.9 * len(tasks) + 1.5))
     if not tasks:
@@ -161,7 +164,7 @@ def posterior(run):
     guided pCN MCMC (same number of forward solves) against the reference: exact conditioning
     (linear), a long multi-chain guided pCN run (double-well, state-dependent OU), the simulated
     true shapes (Kunita shapes). Continuous tasks only (discrete traits: see the discrete figure).
-    Mean and 95% CI over seeds, log scale."""
+    Geometric mean and 95% CI of its log over seeds, log scale."""
     tasks = _continuous(run.cfg)
     table = read_tables(run, metrics_path, tasks)
     fig, axes = plotting.subplots(1, 1, width=max(4.0, 1.0 * len(tasks) + 1.5))
@@ -195,7 +198,8 @@ def shapes(run):
     """NBFFG experiment 3: landmark shapes (root: Fay's butterfly curve) evolving as a Kunita flow
     on a random tree. Four internal nodes of one seed: true ancestral shapes and the posterior-mean
     reconstructions of NBFFG, BFFG and naive forward simulation; right: internal-node landmark RMSE
-    of each method incl. the fair BFFG and pCN MCMC (mean and 95% CI over seeds)."""
+    of each method incl. the fair BFFG and pCN MCMC (geometric mean and 95% CI of its log over
+    seeds)."""
     tasks = _shape_tasks(run.cfg)
     fig, axes = plotting.subplots(1, 5, width=2.9, height=2.6)
     if not tasks:
@@ -311,8 +315,8 @@ def discrete(run):
     guided pCN MCMC against the exact marginals (inside–outside with the true time-dependent chain),
     first task, all seeds. Middle: log p(y) minus the batch ELBO during NBFFG training (25-step
     moving average, mean and 95% CI over seeds) and the evaluated gaps of NBFFG (solid) and BFFG
-    (dashed). Right: RMSE of the internal-node marginals per task (mean and 95% CI over seeds, log
-    scale)."""
+    (dashed). Right: RMSE of the internal-node marginals per task (geometric mean and 95% CI of its
+    log over seeds, log scale)."""
     tasks = _ctmc_tasks(run.cfg)
     fig, axes = plotting.subplots(1, 3, width=3.6, height=3.1)
     if not tasks:
