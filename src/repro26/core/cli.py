@@ -330,6 +330,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{err.filename}: " if err.filename else ""
         print(f"repro26: error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
+    except Exception as err:  # noqa: BLE001  only out-of-memory is turned into one line
+        from repro26.core import memory
+
+        line = memory.exhausted_line(err)
+        if line is None:
+            raise
+        print(f"repro26: error: {line}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -10,6 +10,7 @@ physical memory, and never more than an address-space limit on the process still
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from repro26.core.config import UsageError
@@ -60,6 +61,24 @@ def traced_bytes(fn, *args) -> int:
                if isinstance(leaf, jax.ShapeDtypeStruct))
 
 
+def vjp_bytes(fn, *args) -> int:
+    """Bytes of the residuals that reverse-mode differentiation of ``fn(*args)`` with respect to
+    its first argument keeps from the forward pass to the backward pass (the activations a
+    gradient step holds at its peak), from shapes alone: ``jax.vjp`` under
+    ``equinox.filter_eval_shape`` traces the forward pass and returns the pullback, whose leaves
+    are the residuals; nothing is compiled or allocated. A lower bound of a training step's peak
+    that is known before XLA compiles it (a program too big for the machine can exhaust the
+    compiler's own memory before ``require_compiled`` could run)."""
+    import equinox as eqx
+    import jax
+
+    def pullback(first, *rest):
+        diff, static = eqx.partition(first, eqx.is_inexact_array)
+        return jax.vjp(lambda d: fn(eqx.combine(d, static), *rest), diff)[1]
+
+    return traced_bytes(pullback, *args)
+
+
 def require(nbytes: float, what: str, available: int | None = None) -> None:
     """Raise a one-line :class:`UsageError` if ``nbytes`` (an estimate of the peak) exceed the
     memory available; ``what`` names the setting that decides the size."""
@@ -80,3 +99,33 @@ def require_compiled(compiled, what: str) -> None:
     if stats is not None:
         require(stats.argument_size_in_bytes + stats.output_size_in_bytes
                 + stats.temp_size_in_bytes - stats.alias_size_in_bytes, what)
+
+
+_XLA_BYTES = re.compile(r"allocating (\d+) bytes")
+_NUMPY_SIZE = re.compile(r"Unable to allocate ([\d.]+) (KiB|MiB|GiB|TiB)")
+_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def exhausted_line(err: BaseException) -> str | None:
+    """One line for an allocation that failed after all (a stage without a pre-check, or one
+    whose estimate fell short): XLA's ``RESOURCE_EXHAUSTED`` or a host ``MemoryError``, with the
+    size of the allocation where the message gives it; ``None`` for any other error. The safety
+    net of ``repro26 <method> <stage>``: the job stops with this line instead of a traceback."""
+    text = str(err)
+    if isinstance(err, MemoryError):
+        m = _NUMPY_SIZE.search(text)
+        size = float(m.group(1)) * _UNITS[m.group(2)] if m else None
+    elif type(err).__name__ in ("XlaRuntimeError", "JaxRuntimeError") and \
+            "RESOURCE_EXHAUSTED" in text:
+        m = _XLA_BYTES.search(text)
+        size = float(m.group(1)) if m else None
+    else:
+        return None
+    try:
+        have = f"{available_bytes() / GB:.3g} GB"
+    except Exception:  # noqa: BLE001  (the line must come out whatever the device says)
+        have = "less"
+    need = (f"one allocation needs about {size / GB:.3g} GB of memory" if size is not None
+            else "an allocation failed")
+    return (f"out of memory: {need}; this machine has {have} available (lower the sizes, or "
+            "run at a scale meant for a bigger machine)")

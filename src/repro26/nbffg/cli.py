@@ -16,7 +16,8 @@ import numpy as np
 
 from repro26.core import io
 from repro26.core.cli import Run
-from repro26.core.config import ConfigError, Count, NonNegative, Positive, Probability, UsageError
+from repro26.core.config import (ConfigError, Count, NonNegative, NonNegativeInt, Positive,
+                                 Probability, UsageError)
 from repro26.core.method import stage
 
 
@@ -44,7 +45,7 @@ class TrainConfig:
     steps: Count
     chunk: Count
     batch: Count                  # forward samples per step
-    paths_per_step: Count         # root-to-leaf paths per sample; 0 = whole tree
+    paths_per_step: NonNegativeInt  # root-to-leaf paths per sample; 0 = whole tree
     lr: Positive = 3e-3
     clip: Positive = 10.0
     width: Count = 64

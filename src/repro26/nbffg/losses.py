@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from repro26.core import memory
 from repro26.nbffg import data as D
 from repro26.nbffg import model as M
 from repro26.nbffg import solvers as S
@@ -92,7 +93,14 @@ def build_problem(cfg, task: D.Task, arrays: dict, proxy: str = "paper") -> Prob
     obs, observed = pad(arrays["obs"]), pad(arrays["observed"])
     ov = D.obs_var(cfg, task)
     K = cfg.steps_per_edge
-    guide = S.make_guide(tree, S.leaf_messages(tree, obs, observed, ov), proxy, m0, P0, K)
+    args = (tree, S.leaf_messages(tree, obs, observed, ov), proxy, m0, P0, K)
+    # compiled, then checked before it runs: the backward filter at every grid point of every
+    # edge holds (nodes x K+1) Van Loan blocks of side 2d+1 (GBs at the paper's shapes task)
+    compiled = S.make_guide.lower(*args).compile()
+    memory.require_compiled(compiled, f"nbffg {task.name}: the guide (backward filter at {K + 1} "
+                                      f"points of each of {tree.n} edges, state dimension "
+                                      f"{obs.shape[1]})")
+    guide = compiled(*args)
     naive = S.zero_guide(tree, obs.shape[1], K, m0, P0)
     return Problem(tree, guide, naive, dyn, proxy, obs, observed, ov, K, D.noise_dim(cfg, task))
 

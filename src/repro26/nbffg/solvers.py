@@ -299,8 +299,10 @@ def make_guide(tree: Tree, leaf_msg: Message, proxy: Proxy, m0, P0, num_steps: i
     node_msg = backward_filter(tree, leaf_msg, proxy)
     s = edge_grid(num_steps)
     remaining = tree.length[:, None] * (1.0 - s[None, :])
-    grid = jax.vmap(jax.vmap(propagate, in_axes=(None, None, 0)))(
-        node_msg, per_node(proxy, tree.n + 1), remaining)
+    # one node at a time (its K + 1 grid points vmapped): the Van Loan blocks of side 2d + 1 of
+    # every (node, grid point) at once took GBs at the paper's shapes task (d = 100)
+    grid = jax.lax.map(lambda a: jax.vmap(propagate, in_axes=(None, None, 0))(*a),
+                       (node_msg, per_node(proxy, tree.n + 1), remaining))
     root = jax.tree_util.tree_map(lambda v: v[0], node_msg)
     mean, cov, log_pt = root_posterior(root, m0, P0)
     chol = jnp.linalg.cholesky(cov + 1e-9 * jnp.eye(cov.shape[0], dtype=cov.dtype))

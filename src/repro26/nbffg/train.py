@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import optax
 
-from repro26.core import io
+from repro26.core import io, memory
 from repro26.core.train import init_train_state, optax_step, run_loop
 from repro26.nbffg import data as D
 from repro26.nbffg import losses as L
@@ -47,6 +47,13 @@ def train(cfg, task: D.Task, problem: L.Problem, seed: int, out: Path, progress:
     t = cfg.train
     k_init, k_train = jax.random.split(jax.random.key(seed))
     model = init_residual(cfg, task, problem, k_init)
+    # the activations one step keeps for its gradient, sized from shapes before XLA compiles the
+    # chunk: at the paper's largest tasks compiling alone can exhaust the machine
+    paths = f"{t.paths_per_step} paths" if t.paths_per_step else "the whole tree"
+    memory.require(memory.vjp_bytes(L.make_loss(t.batch, t.paths_per_step), model, problem,
+                                    k_train),
+                   f"nbffg {task.name}: one training step's gradient ({t.batch} samples of "
+                   f"{paths}, {cfg.steps_per_edge} steps per edge, width {t.width})")
     optimizer, step = _optimizer_and_step(t)
     state, history = run_loop(step, init_train_state(model, optimizer), problem, key=k_train,
                               num_steps=t.steps, chunk_size=t.chunk,
