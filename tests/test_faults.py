@@ -1,8 +1,10 @@
 """Bad input, as a new user makes it: each case exits with code 2, prints exactly one line
 naming what is wrong, shows no traceback, and leaves nothing half-written.
 
-The stages run in-process through ``repro26.core.cli.main`` (the console script), on srgw's
-declared figure and claims stages and on core, so no case compiles a JAX program.
+The stages run in-process through ``repro26.core.cli.main`` (the console script), mostly on
+srgw's declared figure and claims stages and on core, so almost no case compiles a JAX program
+(nbffg's oversized training step builds its smoke task's guide first, a few seconds). The cases
+marked "found by `repro26 probe`" are what the paper-shape probe ran into.
 """
 
 import subprocess
@@ -36,6 +38,24 @@ def _tables(folder: Path) -> dict[str, Path]:
                          ("other_method.csv", {"method": "nbf", "stage": "fit", "scale": "smoke"})):
         paths[name] = folder / "tables" / name
         io.write_table(paths[name], [{"n": 10, "seed": 0, "value": 1.0}], origin)
+    paths["small.h5"] = folder / "small.h5"
+    import h5py
+
+    with h5py.File(paths["small.h5"], "w") as f:
+        f.create_dataset("fields", data=np.zeros((3, 4, 5, 8, 16), np.float32))
+        f.attrs.update({"method": "neptuna", "stage": "data", "scale": "small",
+                        "variant": "dataset=bubble"})
+    paths["garbage.h5"] = _write(folder / "garbage.h5", "not an HDF5 file")
+    # π_ref's weights renamed as π_RL's; an nbffg task's data in another task's folder
+    paths["rl_kl.eqx"] = folder / "renamed" / "rl_kl.eqx"
+    with jobs.job("t", {"method": "progress_advantage", "stage": "train", "scale": "smoke",
+                        "variant": "model=ref"}):
+        io.save_checkpoint(paths["rl_kl.eqx"], {"w": np.zeros(2)}, 0)
+    for seed in (0, 1):
+        with jobs.job("t", {"method": "nbffg", "stage": "data", "scale": "smoke",
+                            "variant": "task=linear_balanced_4"}):
+            io.write_npz(folder / "nbffg" / "ctmc_random_4" / f"seed{seed}.npz", parent=np.zeros(3))
+        io.write_npz(folder / "nbffg" / "linear_balanced_4" / f"seed{seed}.npz", parent=np.zeros(3))
     paths["personas.npz"] = folder / "personas.npz"
     io.write_npz(paths["personas.npz"], x=np.zeros(2))
     paths["policy.ckpt"] = folder / "policy.ckpt"
@@ -135,6 +155,28 @@ CASES = [
      "guide_steps: must be >= 1, got -20"),
     ("pools_beyond_memory", lambda t, p: _section(t, "attn_recurrence", "{train_sequences: 100000000}",
                                                   stage="data"), "needs about"),
+    # found by `repro26 probe`: neptuna's datasets (HDF5) now record and check their origin
+    ("h5_input_from_another_scale", lambda t, p: ["neptuna", "train", "--variant",
+                                                  "dataset=bubble,model=unet,loss=mse",
+                                                  "--scale", "smoke", "--input", str(p["small.h5"]),
+                                                  "--out", str(t / "runs" / "unet_mse.csv")],
+     "written for scale 'small'; this job is scale 'smoke'"),
+    # found by `repro26 probe`: nbffg's 64-leaf shapes task aborted inside XLA; a training step
+    # is now sized from shapes before it is compiled
+    ("training_step_beyond_memory", lambda t, p: _nbffg_train(t, "{train: {batch: 10000000}}"),
+     "one training step's gradient (10000000 samples"),
+    ("h5_garbage", lambda t, p: ["neptuna", "train", "--variant", "dataset=bubble,model=unet,loss=mse",
+                                 "--scale", "smoke", "--input", str(p["garbage.h5"]),
+                                 "--out", str(t / "runs" / "unet_mse.csv")],
+     "garbage.h5 is not a readable HDF5 file"),
+    ("model_file_of_another_model", lambda t, p: ["progress_advantage", "train", "--variant",
+                                                  "model=prm", "--scale", "smoke", "--input",
+                                                  str(p["rl_kl.eqx"]), "--out", str(t / "prm.eqx")],
+     "written as model=ref; this stage reads it as model=rl_kl"),
+    ("data_of_another_task", lambda t, p: _nbffg_inputs(t, "ctmc_random_4"),
+     "written for task=linear_balanced_4; this job is task=ctmc_random_4"),
+    ("data_without_its_arrays", lambda t, p: _nbffg_inputs(t, "linear_balanced_4"),
+     "not an nbffg task's data (no length, truth, obs, observed)"),
     ("report_out_is_a_folder", lambda t, p: ["report", "--scale", "smoke", "--out", str(t)],
      "is a folder; name the report file"),
     ("report_claims_garbage", lambda t, p: ["report", "--scale", "smoke", "--input",
@@ -172,6 +214,32 @@ def _section(t: Path, method: str, smoke: str, stage: str = "claims") -> list[st
     return [method, stage, "--config", str(path), "--scale", "smoke", "--out", str(t / "out")]
 
 
+def _nbffg_train(t: Path, smoke: str) -> list[str]:
+    """argv of nbffg's train stage on its smoke task linear_balanced_4 with ``smoke`` merged
+    into the smoke settings; the task's data (every seed) written beside it."""
+    from repro26.core.cli import resolve_run_config
+    from repro26.nbffg import cli as nbffg_cli, data as D
+
+    argv = _section(t, "nbffg", smoke, stage="train")
+    _, cfg, _ = resolve_run_config(nbffg_cli, "nbffg", Path(argv[3]), "smoke")
+    task = D.parse_task("linear_balanced_4", "test")
+    for seed in cfg.seeds:
+        path = t / "data" / task.name / f"seed{seed}.npz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        D.save(path, D.generate(cfg, task, seed))
+    inputs = [str(t / "data" / task.name / f"seed{s}.npz") for s in cfg.seeds]
+    return [*argv[:-2], "--variant", "task=linear_balanced_4", "--input", *inputs,
+            "--out", str(t / "train" / task.name)]
+
+
+def _nbffg_inputs(t: Path, task: str) -> list[str]:
+    """argv of nbffg's train stage on ``task`` at smoke, the data of both seeds from the folder
+    ``results/nbffg/<task>`` that :func:`_tables` wrote."""
+    folder = t / "results" / "nbffg" / task
+    return ["nbffg", "train", "--variant", f"task={task}", "--scale", "smoke", "--input",
+            str(folder / "seed0.npz"), str(folder / "seed1.npz"), "--out", str(t / "train" / task)]
+
+
 def _files(folder: Path) -> set[Path]:
     return {p for p in folder.rglob("*") if p.is_file()}
 
@@ -202,3 +270,29 @@ def test_console_script_prints_no_traceback(tmp_path):
                              "nope", "--config", CONFIG], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("error", [
+    "xla", "host"], ids=["xla_resource_exhausted", "host_memory_error"])
+def test_allocation_that_fails_after_all_is_one_line(tmp_path, capsys, monkeypatch, error):
+    """The safety net found by `repro26 probe` (neptuna's datasets at paper shapes): a stage
+    without a pre-check whose allocation fails stops with one line naming the size, exit 2."""
+    import jax
+
+    from repro26.core.method import Stage
+    from repro26.srgw import cli as srgw_cli
+
+    def allocate(run):
+        if error == "xla":
+            raise jax.errors.JaxRuntimeError(
+                "RESOURCE_EXHAUSTED: Out of memory allocating 21495808000 bytes.")
+        np.zeros((2**45,), np.uint8)
+
+    monkeypatch.setitem(srgw_cli.STAGES, "data", Stage(allocate))
+    assert main(["srgw", "data", "--config", CONFIG, "--scale", "smoke",
+                 "--out", str(tmp_path / "data")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("repro26: error: out of memory: "), err
+    assert ("needs about 20 GB of memory" if error == "xla" else "needs about 3.28e+04 GB") \
+        in err[0], err[0]
+    assert not list(tmp_path.rglob("*.*"))

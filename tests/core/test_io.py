@@ -186,3 +186,17 @@ def test_compiled_memory_check_reads_xlas_analysis(monkeypatch):
         monkeypatch.setattr(memory, "available_bytes", lambda: 2**20)
         with pytest.raises(io.UsageError, match=r"^ones needs about 0.00\d+ GB"):
             memory.require_compiled(compiled, "ones")
+
+
+def test_an_hdf5_file_records_its_origin_for_the_input_check(tmp_path):
+    import h5py
+
+    path = tmp_path / "d.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("fields", data=np.zeros(3))
+        f.attrs.update({"method": "neptuna", "scale": "small", "variant": "dataset=bubble",
+                        "lx": 2.0})
+    assert io.read_origin(path) == {"method": "neptuna", "scale": "small",
+                                    "variant": "dataset=bubble"}
+    (tmp_path / "bad.h5").write_bytes(b"not hdf5")
+    assert io.read_origin(tmp_path / "bad.h5") == {}

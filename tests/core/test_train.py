@@ -196,3 +196,38 @@ def test_a_chunk_too_big_for_the_device_is_refused_before_it_runs(monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda: 8)
     with pytest.raises(UsageError, match="train: one compiled chunk of 25 steps needs about"):
         train(50)
+
+
+def test_a_gradient_steps_residuals_are_sized_from_shapes_before_compiling():
+    """``memory.vjp_bytes``: what reverse mode keeps grows linearly with the data and with the
+    steps of a scan, at least the float32 activations kept per element, and nothing runs."""
+    import jax.numpy as jnp
+
+    from repro26.core import memory
+
+    def loss(w, x, steps):
+        def body(h, _):
+            return jnp.tanh(w * h), None
+        h, _ = jax.lax.scan(body, x, None, length=steps)
+        return jnp.sum(h)
+
+    w = jnp.ones(())
+    size = {(n, t): memory.vjp_bytes(lambda w, x, t=t: loss(w, x, t), w, jax.ShapeDtypeStruct((n,), jnp.float32))
+            for n in (1000, 2000) for t in (10, 20)}
+    assert size[(1000, 10)] >= 4 * 1000 * 10  # one float per element and step at least
+    assert size[(2000, 10)] == pytest.approx(2 * size[(1000, 10)], rel=0.01)
+    assert size[(1000, 20)] == pytest.approx(2 * size[(1000, 10)], rel=0.01)
+    # a 10^12-element activation is sized without being allocated
+    big = memory.vjp_bytes(lambda w, x: loss(w, x, 3), w,
+                           jax.ShapeDtypeStruct((10**12,), jnp.float32))
+    assert big >= 3 * 4 * 10**12
+
+
+def test_an_allocation_failure_is_described_in_one_line():
+    from repro26.core import memory
+
+    xla = jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 2147483648 bytes.")
+    assert "one allocation needs about 2 GB of memory" in memory.exhausted_line(xla)
+    assert "an allocation failed" in memory.exhausted_line(MemoryError())
+    assert memory.exhausted_line(jax.errors.JaxRuntimeError("INTERNAL: something else")) is None
+    assert memory.exhausted_line(ValueError("RESOURCE_EXHAUSTED")) is None

@@ -108,6 +108,8 @@ def check_origins(method: str, scale: str, variant: Mapping[str, Any],
     # (an estimator's name, say) is not one
     known = {"method": set(METHODS), "scale": set(SCALES)}
     for path in inputs:
+        if path.suffix in (".h5", ".hdf5") and path.is_file():
+            io.check_h5(path)
         origin = io.read_origin(path)
         for key, want in (("method", method), ("scale", scale)):
             if origin.get(key) in known[key] and origin[key] != want:

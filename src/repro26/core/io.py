@@ -251,6 +251,28 @@ def read_npz_provenance(path: str | Path) -> dict[str, Any]:
         return json.loads(str(data[PROVENANCE_KEY])) if PROVENANCE_KEY in data.files else {}
 
 
+def check_h5(path: str | Path) -> None:
+    """One line naming an ``--input`` that is not a readable HDF5 file (truncated, foreign)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r"):
+            pass
+    except OSError as err:
+        raise UsageError(f"input file {path} is not a readable HDF5 file ({err}: truncated or "
+                         "corrupted?)") from None
+
+
+def read_h5_provenance(path: str | Path) -> dict[str, str]:
+    """The job an HDF5 file written by a stage records in its root attributes (``method``,
+    ``stage``, ``scale``, ``variant``, ``seed``; empty if it has none)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()
+                if k in ("method", "stage", "scale", "variant", "seed")}
+
+
 def read_table_meta(path: str | Path) -> dict[str, str]:
     meta = {}
     for line in Path(path).read_text().splitlines():
@@ -275,6 +297,8 @@ def read_origin(path: str | Path) -> dict[str, Any]:
             data = read_json(path)
             meta = data.get("meta") if isinstance(data, dict) else None
             return dict(meta) if isinstance(meta, dict) else {}
+        if path.suffix in (".h5", ".hdf5"):
+            return read_h5_provenance(path)
         if path.read_bytes()[:len(CHECKPOINT_MAGIC)] == CHECKPOINT_MAGIC:
             return read_checkpoint_provenance(path)
     except Exception:  # noqa: BLE001  damaged in any way: the stage reading it names the file

@@ -179,7 +179,7 @@ def _history_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".eqx") + "_history.csv")
 
 
-@stage({"task": str})
+@stage({"task": str}, matches=("task",))
 def train_stage(run: Run) -> None:
     """Train NBFFG's neural residual on one task, every configured seed in this one process
     (one compiled training step shared by the seeds whose trees have the same shape).
@@ -193,7 +193,8 @@ def train_stage(run: Run) -> None:
     task, folder = _task(run), _folder(run)
     for seed in run.cfg.seeds:
         model_path = _seed_file(folder, seed, ".eqx")
-        problem = L.build_problem(run.cfg, task, D.load(run.input(f"{task.name}/seed{seed}.npz")))
+        arrays = D.load(run.input(f"{task.name}/seed{seed}.npz"), run.cfg, task)
+        problem = L.build_problem(run.cfg, task, arrays)
         model, history = T.train(run.cfg, task, problem, seed, model_path, progress=run.progress)
         io.write_table(_history_path(model_path),
                        {"step": np.arange(len(history["elbo"])), "elbo": history["elbo"]},
@@ -201,7 +202,7 @@ def train_stage(run: Run) -> None:
         T.save_model(model_path, model, run.cfg.train.steps)
 
 
-@stage({"task": str})
+@stage({"task": str}, matches=("task",))
 def evaluate_stage(run: Run) -> None:
     """NBFFG, BFFG, naive and pCN MCMC on one task, every configured seed in this one process:
     ELBO, ESS, evidence, posteriors.
@@ -215,7 +216,7 @@ def evaluate_stage(run: Run) -> None:
 
     task, folder = _task(run), _folder(run)
     for seed in run.cfg.seeds:
-        arrays = D.load(run.input(f"{task.name}/seed{seed}.npz"))
+        arrays = D.load(run.input(f"{task.name}/seed{seed}.npz"), run.cfg, task)
         problem = L.build_problem(run.cfg, task, arrays)
         like = T.init_residual(run.cfg, task, problem, jax.random.key(0))
         model = T.load_model(run.input(f"{task.name}/seed{seed}.eqx"), like)

@@ -23,7 +23,7 @@ import networkx as nx
 import numpy as np
 
 from repro26.core import io
-from repro26.core.config import ConfigError
+from repro26.core.config import ConfigError, UsageError
 from repro26.nbffg import model as M
 from repro26.nbffg import solvers as S
 
@@ -200,5 +200,22 @@ def save(path: Path, arrays: dict[str, np.ndarray]) -> None:
     io.write_npz(path, **arrays)
 
 
-def load(path: Path) -> dict[str, np.ndarray]:
-    return io.read_npz(path)
+KEYS = ("parent", "length", "truth", "obs", "observed")
+
+
+def load(path: Path, cfg=None, task: Task | None = None) -> dict[str, np.ndarray]:
+    """A task's data; one line naming the file if it lacks an array, its arrays disagree on
+    the number of nodes, or (given ``cfg`` and ``task``) its states have another dimension
+    than the task's."""
+    arrays = io.read_npz(path)
+    missing = [k for k in KEYS if k not in arrays]
+    if missing:
+        raise UsageError(f"input file {path}: not an nbffg task's data (no {', '.join(missing)})")
+    n = arrays["parent"].shape[0]
+    if any(arrays[k].shape[:1] != (n,) for k in KEYS) or arrays["obs"].ndim != 2:
+        raise UsageError(f"input file {path}: its arrays {', '.join(KEYS)} do not all hold one "
+                         f"row per node ({n})")
+    if task is not None and arrays["obs"].shape[1] != state_dim(cfg, task):
+        raise UsageError(f"input file {path}: states of dimension {arrays['obs'].shape[1]}; "
+                         f"task {task.name} has {state_dim(cfg, task)} (data from another config)")
+    return arrays

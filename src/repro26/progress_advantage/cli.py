@@ -15,7 +15,7 @@ from typing import Literal
 from repro26.core import io
 from repro26.core.cli import Run
 from repro26.core.config import (ConfigError, Count, NonNegative, NonNegativeInt, Positive,
-                                 Probability)
+                                 Probability, UsageError)
 from repro26.core.method import stage
 
 MODEL = Literal["ref", "rl_kl", "rl_clip", "prm", "orm"]
@@ -137,7 +137,18 @@ def _skeleton(cfg: Config, model: str):
 
 
 def load_models(cfg: Config, run: Run, *models: str):
-    return [io.load_model(run.input(f"{m}.eqx"), _skeleton(cfg, m)) for m in models]
+    """The stacked models ``<m>.eqx`` among the inputs; a file that records another model
+    (π_ref's weights renamed rl_kl.eqx, say) is one line naming it, not a model trained on the
+    wrong policy."""
+    out = []
+    for m in models:
+        path = run.input(f"{m}.eqx")
+        written = io.read_origin(path).get("variant")
+        if written is not None and written != f"model={m}":
+            raise UsageError(f"--input {path}: written as {written}; this stage reads it as "
+                             f"model={m}")
+        out.append(io.load_model(path, _skeleton(cfg, m)))
+    return out
 
 
 @stage()
@@ -174,8 +185,6 @@ def train_stage(run: Run) -> None:
     """Train one model for every seed (vmapped): ref needs demos.npz; rl_kl / rl_clip need
     ref.eqx; prm / orm need rl_kl.eqx. ``--out`` names the .eqx; the .csv beside it holds the
     training curve."""
-    import equinox as eqx
-    import jax
     import jax.numpy as jnp
     import numpy as np
 
@@ -194,16 +203,10 @@ def train_stage(run: Run) -> None:
         net, hist = train.train_rl(spec, cfg, ref, cfg.seeds, beta, ckpt, run.progress)
     else:
         (rl,) = load_models(cfg, run, "rl_kl")
-        keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s), 5))(jnp.asarray(cfg.seeds))
         budget = rm_budget(cfg)
-        if model == "prm":
-            data = eqx.filter_jit(eqx.filter_vmap(lambda p, k: train.reward_model_data(
-                spec, p, k, budget["prm_trajectories"], cfg.rm_rollouts)))(rl, keys)
-        else:
-            data = eqx.filter_jit(eqx.filter_vmap(lambda p, k: train.outcome_data(
-                spec, p, k, budget["orm_trajectories"])))(rl, keys)
-        fit = train.train_prm if model == "prm" else train.train_orm
-        net, hist = fit(spec, cfg, data, cfg.seeds, ckpt, run.progress)
+        fit, n = ((train.train_prm, budget["prm_trajectories"]) if model == "prm" else
+                  (train.train_orm, budget["orm_trajectories"]))
+        net, hist = fit(spec, cfg, rl, n, cfg.seeds, ckpt, run.progress)
     io.save_checkpoint(out, net, 0)
     every = max(1, len(hist["loss"]) // 50)
     rows = [{"seed": s, "step": t, **{k: float(np.asarray(v)[t, i]) for k, v in hist.items()}}

@@ -15,8 +15,11 @@ through ``repro26.core.train.run_loop``.
   ``kl_coef`` = β; the clipping-only variant sets it to 0.
 * PRM: binary cross-entropy on Monte Carlo step labels (success rate of ``rm_rollouts``
   continuations by π_RL after each step of π_RL's trajectories); ORM: binary cross-entropy on the
-  outcomes of π_RL's trajectories. Each sees as many episodes as RL sampled (``cli.rm_budget``;
-  the PRM's split into trajectories and their continuations).
+  outcomes of π_RL's trajectories. Each learns from a fixed pool of as many episodes as RL
+  sampled (``cli.rm_budget``; the PRM's split into trajectories and their continuations). The
+  pool is not stored (at ``paper`` it is ~20M episodes a seed): episode ``i`` is drawn from a
+  key of ``i`` alone, and each training step regenerates the rows its minibatch draws, so the
+  model sees the same finite data set as if it had been materialised.
 """
 
 from __future__ import annotations
@@ -168,60 +171,95 @@ def train_rl(spec, cfg, ref, seeds, kl_coef: float, ckpt: Path | None, progress:
 # ------------------------------------------------------------------------------ reward models
 
 
-def reward_model_data(spec, policy, key, n: int, rollouts: int):
-    """π_RL's trajectories on ``n`` random problems, their outcomes, and Monte Carlo step labels
-    (fraction of ``rollouts`` continuations by π_RL after each step that succeed; a continuation
-    keeps the trajectory's history up to that step)."""
-    k1, k2, k3, k4 = jax.random.split(key, 4)
-    traj = T.rollout(spec, k2, T.sample_problems(spec, k1, n), policy.sample)
+def pool_episode(spec, policy, pool_key, i):
+    """Episode ``i`` of a reward model's pool of π_RL episodes: a random problem and π_RL's
+    rollout from it, both drawn from ``fold_in(pool_key, i)``, as ``(horizon,)`` buffers
+    ``d, op, arg`` and the outcome ``success``. The pool is a fixed, finite data set (episode
+    ``i`` is the same at every draw) that is never stored: a training step regenerates the
+    episodes its minibatch draws."""
+    k1, k2, _ = jax.random.split(jax.random.fold_in(pool_key, i), 3)
+    traj = T.rollout(spec, k2, T.sample_problems(spec, k1, 1), policy.sample)
+    return {k: v[0] for k, v in traj.items()}
+
+
+def step_label(spec, policy, pool_key, i, t, rollouts: int):
+    """The Monte Carlo label of step ``t`` of pool episode ``i``: the fraction of ``rollouts``
+    continuations by π_RL after that step that succeed (each continuation keeps the episode's
+    history up to step ``t`` and draws its own tool result of step ``t``), from keys of
+    ``(i, t)`` alone, so the label too is the same at every draw."""
+    traj = pool_episode(spec, policy, pool_key, i)
+    k3, k4 = jax.random.split(jax.random.fold_in(jax.random.split(
+        jax.random.fold_in(pool_key, i), 3)[2], t))
     H = spec.horizon
-    rep = lambda x: jnp.repeat(x, rollouts * H, axis=0)  # noqa: E731  rows (traj, step, rollout)
-    prefix = {k: rep(traj[k]) for k in ("d", "op", "arg")}
-    t = jnp.tile(jnp.repeat(jnp.arange(H), rollouts), n)
-    at = lambda x: jnp.take_along_axis(x, t[:, None], 1)[:, 0]  # noqa: E731
-    d_after = T.step_env(spec, k3, at(prefix["d"]), at(prefix["op"]), at(prefix["arg"]))
-    cont = T.rollout(spec, k4, d_after, policy.sample, start_step=t + 1, prefix=prefix)
-    labels = cont["success"].astype(jnp.float32).reshape(n, H, rollouts).mean(-1)
-    return {**traj, "label": labels}
+    prefix = {k: jnp.broadcast_to(traj[k], (rollouts, H)) for k in ("d", "op", "arg")}
+    d_after = T.step_env(spec, k3, prefix["d"][:, t], prefix["op"][:, t], prefix["arg"][:, t])
+    start = jnp.full((rollouts,), t + 1, d_after.dtype)
+    cont = T.rollout(spec, k4, d_after, policy.sample, start_step=start, prefix=prefix)
+    return traj, jnp.mean(cont["success"].astype(jnp.float32))
 
 
-def outcome_data(spec, policy, key, n: int):
-    """π_RL's trajectories on ``n`` random problems and their outcomes (the ORM's data)."""
-    k1, k2 = jax.random.split(key)
-    return T.rollout(spec, k2, T.sample_problems(spec, k1, n), policy.sample)
+def reward_model_data(spec, policy, pool_key, n: int, rollouts: int):
+    """The PRM's whole pool, materialised (tests and small pools only): ``n`` π_RL episodes
+    (:func:`pool_episode`) and the Monte Carlo label of each of their steps
+    (:func:`step_label`), the rows a PRM training step draws from."""
+    i = jnp.repeat(jnp.arange(n), spec.horizon)
+    t = jnp.tile(jnp.arange(spec.horizon), n)
+    traj, labels = jax.vmap(lambda i, t: step_label(spec, policy, pool_key, i, t, rollouts))(i, t)
+    return {**{k: v[::spec.horizon] for k, v in traj.items()},
+            "label": labels.reshape(n, spec.horizon)}
+
+
+def outcome_data(spec, policy, pool_key, n: int):
+    """The ORM's whole pool, materialised (tests and small pools only): ``n`` episodes."""
+    return jax.vmap(lambda i: pool_episode(spec, policy, pool_key, i))(jnp.arange(n))
 
 
 def _bce(logit, y):
     return jnp.mean(optax.sigmoid_binary_cross_entropy(logit, y))
 
 
-def train_prm(spec, cfg, data, seeds, ckpt, progress):
+def pool_keys(seeds, salt: int):
+    """Each seed's pool key, ``fold_in(fold_in(PRNGKey(seed), 5), salt)`` (PRM 0, ORM 1)."""
+    return jax.vmap(lambda s: jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(s), 5),
+                                                 salt))(jnp.asarray(seeds))
+
+
+def train_prm(spec, cfg, rl, n: int, seeds, ckpt, progress):
+    """BCE on the step labels of rows (episode, step) drawn uniformly from a pool of ``n``
+    π_RL episodes (``rl``: π_RL stacked over seeds), ``rm_batch`` rows a step, each row's
+    episode and label generated inside the step (:func:`step_label`)."""
     opt = optax.adam(cfg.rm_lr)
-    n, H = data["d"].shape[1:]
-    steps_left = jnp.broadcast_to(H - jnp.arange(H), (n, H)).reshape(-1)
+    H = spec.horizon
 
     def loss(prm, data, key):
+        policy, pool_key = data
         idx = jax.random.randint(key, (cfg.rm_batch,), 0, n * H)
-        f = lambda x: x.reshape(-1)[idx]  # noqa: E731
-        logit = jax.vmap(prm)(f(data["d"]), steps_left[idx], f(data["op"]), f(data["arg"]))
-        return _bce(logit, f(data["label"])), {}
+        i, t = idx // H, idx % H
+        traj, label = jax.vmap(lambda i, t: step_label(spec, policy, pool_key, i, t,
+                                                       cfg.rm_rollouts))(i, t)
+        at = lambda x: jnp.take_along_axis(x, t[:, None], 1)[:, 0]  # noqa: E731
+        logit = jax.vmap(prm)(at(traj["d"]), H - t, at(traj["op"]), at(traj["arg"]))
+        return _bce(logit, label), {}
 
     nets = stacked(lambda k: StepRewardModel(spec, cfg.rm_hidden, k), seeds, 3)
     state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(nets)
-    return _fit(optax_step(loss, opt), state, data, seeds, cfg.rm_steps, cfg.chunk_size, ckpt,
-                "prm", progress)
+    return _fit(optax_step(loss, opt), state, (rl, pool_keys(seeds, 0)), seeds, cfg.rm_steps,
+                cfg.chunk_size, ckpt, "prm", progress)
 
 
-def train_orm(spec, cfg, data, seeds, ckpt, progress):
+def train_orm(spec, cfg, rl, n: int, seeds, ckpt, progress):
+    """BCE on the outcomes of episodes drawn uniformly from a pool of ``n`` π_RL episodes,
+    ``rm_batch`` a step, each generated inside the step (:func:`pool_episode`)."""
     opt = optax.adam(cfg.rm_lr)
-    n = data["d"].shape[1]
 
     def loss(orm, data, key):
+        policy, pool_key = data
         idx = jax.random.randint(key, (cfg.rm_batch,), 0, n)
-        logit = jax.vmap(orm)(data["d"][idx], data["op"][idx], data["arg"][idx])
-        return _bce(logit, data["success"][idx].astype(jnp.float32)), {}
+        traj = jax.vmap(lambda i: pool_episode(spec, policy, pool_key, i))(idx)
+        logit = jax.vmap(orm)(traj["d"], traj["op"], traj["arg"])
+        return _bce(logit, traj["success"].astype(jnp.float32)), {}
 
     nets = stacked(lambda k: OutcomeRewardModel(spec, cfg.rm_hidden, k), seeds, 4)
     state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(nets)
-    return _fit(optax_step(loss, opt), state, data, seeds, cfg.rm_steps, cfg.chunk_size, ckpt,
-                "orm", progress)
+    return _fit(optax_step(loss, opt), state, (rl, pool_keys(seeds, 1)), seeds, cfg.rm_steps,
+                cfg.chunk_size, ckpt, "orm", progress)
