@@ -221,7 +221,10 @@ def _scored(spec, beta, n_val, n_test, n_cand, n_attr, n_beam, beam_ns, expand, 
                                              log_star - policy_table(spec, ref)))
         return out
 
-    return eqx.filter_vmap(one)(rl, ref, clip, prm, orm, key)
+    # one seed at a time (lax.map; each seed's values are those of a vmap): the evaluation's
+    # arrays scale with n_test × n_candidates and the seeds, ~2 GB a seed at `paper`
+    dynamic, static = eqx.partition((rl, ref, clip, prm, orm), eqx.is_array)
+    return jax.lax.map(lambda a: one(*eqx.combine(a[0], static), a[1]), (dynamic, key))
 
 
 def agentic(cfg, models, progress: bool = False):
