@@ -275,6 +275,12 @@ def parse_config(cls: type[T], values: Mapping[str, Any], where: str) -> T:
     for name, value in kwargs.items():
         if name == "seeds" or name.endswith("_seeds"):
             check_seeds(value, f"{where}.{name}")
+        elif typing.get_origin(hints[name]) is tuple and \
+                typing.get_args(hints[name]) == (str, Ellipsis):
+            repeated = sorted({v for v in value if value.count(v) > 1})
+            if repeated:  # a list of names (datasets, models, tasks): each job once
+                raise ConfigError(f"{where}.{name}: {repeated[0]!r} is listed twice; the "
+                                  "entries must be distinct")
     for name, field in fields.items():
         if name not in values and field.default is dataclasses.MISSING \
                 and field.default_factory is dataclasses.MISSING:
@@ -292,6 +298,10 @@ def check_seeds(seeds: Any, where: str) -> None:
     repeated = sorted({s for s in seeds if list(seeds).count(s) > 1})
     if repeated:
         raise ConfigError(f"{where}: seed {repeated[0]} is listed twice; seeds must be distinct")
+    negative = [s for s in seeds if isinstance(s, int) and s < 0]
+    if negative:
+        raise ConfigError(f"{where}: seed {negative[0]} is negative; seeds are non-negative "
+                          "integers (as --seed)")
 
 
 def check_method_config(module: Any, cfg: Any) -> None:

@@ -147,6 +147,8 @@ def check(cfg: Config) -> None:
     if len(cfg.cost.leaves) < 2 or cfg.train.paths_per_step < 0 or cfg.train.depth < 0:
         raise ConfigError("nbffg.cost.leaves: at least 2 tree sizes; train.paths_per_step and "
                           "train.depth: non-negative")
+    if sorted(set(cfg.cost.leaves)) != sorted(cfg.cost.leaves):
+        raise ConfigError(f"nbffg.cost.leaves: tree sizes must be distinct, got {list(cfg.cost.leaves)}")
     if not cfg.seeds or min(cfg.seeds) < 0:
         raise ConfigError("nbffg.seeds: need a non-empty list of non-negative integers")
 

@@ -104,8 +104,9 @@ def check(cfg: Config) -> None:
            cfg.grid_width ** 2 - 1 for r, c in cfg.pits):
         raise ConfigError(f"progress_advantage.pits: cells inside the {cfg.grid_width}x"
                           f"{cfg.grid_width} grid other than the goal (bottom right)")
-    if not cfg.bon_ns or max(cfg.bon_ns) > cfg.n_candidates or min(cfg.bon_ns) < 1:
-        raise ConfigError("progress_advantage.bon_ns: values in 1..n_candidates")
+    if not cfg.bon_ns or max(cfg.bon_ns) > cfg.n_candidates or min(cfg.bon_ns) < 1 \
+            or len(set(cfg.bon_ns)) != len(cfg.bon_ns):
+        raise ConfigError("progress_advantage.bon_ns: distinct values in 1..n_candidates")
     if cfg.policy not in ("transformer", "mlp"):
         raise ConfigError(f"progress_advantage.policy: transformer or mlp, got {cfg.policy!r}")
     if cfg.tf_width % cfg.tf_heads:
