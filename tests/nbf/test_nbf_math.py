@@ -241,12 +241,14 @@ def test_last_seen_holds_the_last_report():
     np.testing.assert_allclose(pts, [[0.5, 0.5], [0.5, 0.7], [0.5, 0.7]])
 
 
-def test_every_gde_parameter_learns():
-    """Every leaf of the GDE (encoder and every coupling net, including the zero-initialised
-    output layers and the layers behind them) gets gradient within a few Adam steps."""
+@pytest.mark.parametrize("features", [0, 8])
+def test_every_gde_parameter_learns(features):
+    """Every leaf of the GDE (encoder, DeepSets or Fourier with its frequencies and phases, and
+    every coupling net, including the zero-initialised output layers and the layers behind
+    them) gets gradient within a few Adam steps."""
     from repro26.core.learning import assert_every_parameter_learns
 
-    gde = GDE(4, 8, 4, 4, key=jax.random.PRNGKey(0))
+    gde = GDE(4, 8, 4, 4, features, key=jax.random.PRNGKey(0))
     pool = jax.random.dirichlet(jax.random.PRNGKey(1), jnp.ones(25), (6,))
     batches = [losses.sample_training_batch(k, pool, batch=2, n_evaders=2, set_size=6,
                                             target_size=3, grid=5)
