@@ -21,11 +21,12 @@ class Cfg:
 
 
 def table(nbf_err, seeds=8, noise=0.0, pf_err=None, trivial=1.0, regen=1.0,
-          floor=lambda k, dyn: 0.05):
+          floor=lambda k, dyn: 0.05, regen_ideal=1.0):
     """Rows for every filter/scenario: error = base(filter, k, dyn) * (1 + noise_s).
 
     ``nbf_err(k, dyn)``, ``pf_err(k, dyn)`` and ``floor(k, dyn)`` (exact_n) give the mean
-    errors; regen is ``regen`` times the floor; trivial beliefs sit at ``trivial``."""
+    errors; regen and regen_ideal are ``regen`` and ``regen_ideal`` times the floor; trivial
+    beliefs sit at ``trivial``."""
     pf_err = pf_err or (lambda k, dyn: 0.1 * k)
     rng = np.random.default_rng(0)
     rows = {c: [] for c in ("filter", "seed", "evaders", "dynamics", "particles", "sinkhorn",
@@ -34,7 +35,8 @@ def table(nbf_err, seeds=8, noise=0.0, pf_err=None, trivial=1.0, regen=1.0,
     for k, dyn in scen:
         for f in FILTERS:
             base = {"nbf": nbf_err(k, dyn), "pf": pf_err(k, dyn), "exact_n": floor(k, dyn),
-                    "regen": regen * floor(k, dyn)}.get(
+                    "regen": regen * floor(k, dyn),
+                    "regen_ideal": regen_ideal * floor(k, dyn)}.get(
                 f, trivial if f in claims.TRIVIAL else 0.05)
             for s in range(seeds):
                 v = base * (1 + noise * rng.standard_normal())
@@ -96,6 +98,23 @@ def test_inconclusive_when_the_gde_did_not_learn_its_family():
     cs = claims_of(t)
     assert tuple(c.verdict for c in cs) == ("inconclusive",) * 3
     assert all("not learned" in c.inconclusive_reason for c in cs)
+
+
+def test_gate_moves_to_the_ideal_regenerator_only_when_the_ideal_fails_it():
+    """The gate is regen <= 1.5 exact_n while the ideal N-point regenerator passes it; where
+    the ideal itself is above 1.5 exact_n, regen is held to 1.5 x the ideal instead."""
+    nbf = lambda k, dyn: 0.06
+    # ideal passes (1.2x): regen 1.7x fails the stated gate
+    cs = claims_of(table(nbf, noise=0.01, regen=1.7, regen_ideal=1.2))
+    assert all(c.verdict == "inconclusive" and "floor" in c.inconclusive_reason for c in cs)
+    assert cs[0].measured["regeneration"]["d=2"]["gate_floor"] == "exact_n"
+    # ideal fails (2.0x): regen 2.5x is within 1.5x of the ideal, claims decide
+    cs = claims_of(table(nbf, noise=0.01, regen=2.5, regen_ideal=2.0))
+    assert tuple(c.verdict for c in cs) == ("held",) * 3
+    assert cs[0].measured["regeneration"]["d=2"]["gate_floor"] == "regen_ideal"
+    # ... but 3.5x is not
+    cs = claims_of(table(nbf, noise=0.01, regen=3.5, regen_ideal=2.0))
+    assert all("ideal N-point regenerator" in c.inconclusive_reason for c in cs)
 
 
 def test_pf_degeneration_is_a_finding_not_a_gate():

@@ -31,7 +31,8 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
         curves.append(tmp_path / "models" / f"gde_k{k}.csv")
     for k, dyn, n in evaluate.scenarios(cfg):
         path = tmp_path / "runs" / f"k{k}_{dyn}_n{n}.csv"
-        run("filter", path, [tmp_path / "models" / f"gde_k{k}.eqx", data / "episodes.npz"],
+        run("filter", path, [tmp_path / "models" / f"gde_k{k}.eqx", data / "episodes.npz",
+                                data / "pool.npz"],
             f"evaders={k},dynamics={dyn},particles={n}")
         runs += [path, path.with_name(path.stem + "_steps.csv")]
     run("evaluate", tmp_path / "tables", runs + curves)

@@ -62,6 +62,7 @@ rule nbf_filter:
         cfg=config_path(NBF, "filter"),
         model=out(NBF, "models", "gde_k{k}.eqx"),
         episodes=out(NBF, "data", "episodes.npz"),
+        pool=out(NBF, "data", "pool.npz"),
     output:
         summary=out(NBF, "runs", "k{k}_{dyn}_n{n}.csv"),
         steps=out(NBF, "runs", "k{k}_{dyn}_n{n}_steps.csv"),
@@ -83,7 +84,7 @@ rule nbf_filter:
             NBF,
             "filter",
             "--variant evaders={wildcards.k},dynamics={wildcards.dyn},particles={wildcards.n} "
-            "--input {input.model} {input.episodes} --out {output.summary}",
+            "--input {input.model} {input.episodes} {input.pool} --out {output.summary}",
         )
 
 

@@ -23,6 +23,11 @@ family. ``regen`` (embed N exact samples, regenerate N from g(. | z)) is scored 
 references as ``exact_n`` (N fresh exact samples); a claim is judged only where the ratio of
 their mean divergences is at most ``REGEN_TOLERANCE``. The GDE's NLL against the exact
 entropy of its training beliefs (the NLL of the true density) is reported beside it.
+The gate's own ideal row is ``regen_ideal``, the best any generator conditioned on N points
+can do (the posterior predictive over the training family given the N samples). Where even it
+is above ``REGEN_TOLERANCE`` x exact_n, the gate as stated cannot be passed by construction
+(DESIGN rule 5), and the learned ``regen`` is held to ``REGEN_TOLERANCE`` x regen_ideal
+instead; which floor applies is decided from the ideal's numbers alone (``gate_floor``).
 
 The particle filter's own degeneration (failing to beat the trivial belief) is reported as a
 finding, not used as a gate: avoiding it is what the abstract claims for NBF.
@@ -40,6 +45,7 @@ from repro26.core.stats import mean_ci, summary
 METRIC = "sinkhorn"
 TRIVIAL = ("prior_only", "last_seen")
 IDEAL = "exact_n"
+REGEN_IDEAL = "regen_ideal"  # the best generator conditioned on N points (posterior predictive)
 REGEN_TOLERANCE = 1.5  # regen / exact_n divergence at which the GDE counts as trained (issue 45)
 ZERO_SHOT_TOLERANCE = 1.2  # ours: held-out normalised error at most 20% above held-in
 
@@ -104,8 +110,16 @@ def regeneration(table, filtering_cond: dict, training) -> dict:
     final training NLL against the exact entropy of the training beliefs."""
     regen = _per_seed(table, "regen", **filtering_cond)
     floor = _per_seed(table, IDEAL, **filtering_cond)
-    out = {"regen": summary(regen), "exact_n": summary(floor),
-           "ratio": float(np.mean(regen) / np.mean(floor))}
+    ideal = _per_seed(table, REGEN_IDEAL, **filtering_cond)
+    ideal_ratio = float(np.mean(ideal) / np.mean(floor))
+    gate_floor = IDEAL if ideal_ratio <= REGEN_TOLERANCE else REGEN_IDEAL
+    out = {"regen": summary(regen), "exact_n": summary(floor), "regen_ideal": summary(ideal),
+           "ratio": float(np.mean(regen) / np.mean(floor)),
+           "ratio_per_seed": (regen / floor).tolist(),
+           "ideal_ratio (regen_ideal / exact_n)": ideal_ratio,
+           "ratio_to_ideal (regen / regen_ideal)": float(np.mean(regen) / np.mean(ideal)),
+           "gate_floor": gate_floor,
+           "gate_ratio": float(np.mean(regen) / np.mean(floor if gate_floor == IDEAL else ideal))}
     if training is not None:
         dim = 2 * int(filtering_cond["evaders"])
         rows = tables.where(training, dim=dim)
@@ -118,11 +132,13 @@ def regeneration(table, filtering_cond: dict, training) -> dict:
 
 
 def _gate(records: dict) -> str | None:
-    bad = {k: v["ratio"] for k, v in records.items() if v["ratio"] > REGEN_TOLERANCE}
+    bad = {k: v for k, v in records.items() if v["gate_ratio"] > REGEN_TOLERANCE}
     if not bad:
         return None
-    return ("the GDE has not learned its belief family: regeneration / N-exact-sample floor "
-            + ", ".join(f"{r:.2f} at {k}" for k, r in bad.items())
+    floor = {IDEAL: "N-exact-sample floor", REGEN_IDEAL: "ideal N-point regenerator"}
+    return ("the GDE has not learned its belief family: regeneration / "
+            + ", ".join(f"{floor[v['gate_floor']]} {v['gate_ratio']:.2f} at {k}"
+                        for k, v in bad.items())
             + f" (> {REGEN_TOLERANCE})")
 
 

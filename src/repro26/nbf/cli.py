@@ -41,6 +41,7 @@ class Config:
     embed_dim: Count
     flow_layers: Count
     learning_rate: Positive  # peak of the warmup-cosine schedule
+    encoder_features: NonNegativeInt = 0  # Fourier set encoder with this many frequencies (0: DeepSets)
     warmup_steps: NonNegativeInt = 200
     ema_decay: Annotated[float, Bounds(0, 1, high_open=True)] = 0.999  # weight averaging of the GDE iterates
     fov_radius: Positive = 2.5
@@ -144,7 +145,8 @@ def filter_stage(run: Run) -> None:
     models = io.load_model(run.input(f"gde_k{k}.eqx"), like)
     episodes = io.read_npz(run.input("episodes.npz"))
     cells, obs = episodes[f"cells_{dyn}_k{k}"], episodes[f"obs_{dyn}_k{k}"]
-    per_step, summary = evaluate.run_scenario(run.cfg, models, cells, obs, k, dyn, n)
+    pool = io.read_npz(run.input("pool.npz"))["beliefs"]
+    per_step, summary = evaluate.run_scenario(run.cfg, models, cells, obs, k, dyn, n, pool)
     out = Path(run.out)
     io.write_table(out, summary, run.meta())
     io.write_table(out.with_name(out.stem + "_steps.csv"), per_step, run.meta())

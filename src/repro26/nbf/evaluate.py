@@ -16,6 +16,10 @@ A scenario is (k evaders, dynamics, N particles). For every seed s and episode e
     regen      — the GDE alone, no filtering: embed exact_n's N exact samples and regenerate N
                  points from g(. | E(samples)); within ~1.5x of exact_n when the GDE has
                  learned the belief family
+    regen_ideal — the ideal 64-point (N-point) regenerator: N fresh points from the posterior
+                 predictive over the GDE's training family (the pool of exact beliefs) given
+                 exact_n's N samples (solvers.family_predictive); what the best generator
+                 conditioned on N points can do
 
 and scores each belief at every `eval_every`-th step against ``reference_samples`` points of
 the exact belief (grid filter): Sinkhorn divergence (ott-jax), squared MMD, the distance of
@@ -36,7 +40,7 @@ import numpy as np
 from repro26.nbf import data, solvers
 
 FILTERS = ("nbf", "pf", "pf_10n", "gaussian", "gmm", "prior_only", "last_seen", "exact_n",
-           "regen")
+           "regen", "regen_ideal")
 TRIVIAL = ("prior_only", "last_seen")
 METRICS = ("sinkhorn", "mmd2", "mean_error", "ess", "unique_fraction", "collapsed")
 
@@ -106,8 +110,9 @@ def _timed(fn, *args):
 
 
 def run_scenario(cfg, models, cells: np.ndarray, obs: np.ndarray, k: int, dyn_name: str,
-                 n: int) -> tuple[list[dict], list[dict]]:
-    """Every filter on every (seed, episode); returns (per-step rows, per-seed summary rows)."""
+                 n: int, pool: np.ndarray) -> tuple[list[dict], list[dict]]:
+    """Every filter on every (seed, episode); returns (per-step rows, per-seed summary rows).
+    ``pool``: the GDE's training beliefs (data stage), for the ideal regenerator."""
     ar = arena(cfg)
     trans = data.transitions(ar, dynamics(cfg, dyn_name), cfg.horizon)
     cells, obs = jnp.asarray(cells), jnp.asarray(obs)
@@ -177,6 +182,13 @@ def run_scenario(cfg, models, cells: np.ndarray, obs: np.ndarray, k: int, dyn_na
 
     runs["regen"] = ((regenerate(models, regen_keys, exact_n), ones / n, nan, nan,
                       jnp.zeros((S, E, len(steps)), bool)), 0.0)
+
+    ideal_keys = jax.vmap(jax.vmap(jax.vmap(lambda kk: jax.random.fold_in(kk, 17))))(ref_keys)
+    pool = jnp.asarray(pool, jnp.float32)
+    ideal = jax.jit(jax.vmap(jax.vmap(jax.vmap(
+        lambda kk, x: solvers.sample_family_predictive(kk, x, pool, n, cfg.grid)))))(
+        ideal_keys, exact_n)
+    runs["regen_ideal"] = ((ideal, ones / n, nan, nan, jnp.zeros((S, E, len(steps)), bool)), 0.0)
 
     truth = data.cells_to_points(jax.random.PRNGKey(0), cells[:, :, 1:][:, :, steps], cfg.grid)
     truth = (jnp.floor(truth * cfg.grid) + 0.5) / cfg.grid  # cell centres

@@ -19,6 +19,7 @@ STYLE = {  # filter -> (label, colour, line style)
     "last_seen": ("last seen (trivial)", "0.3", "-."),
     "exact_n": ("N exact samples (floor)", "k", ":"),
     "regen": ("GDE regenerating N exact samples", "C3", ":"),
+    "regen_ideal": ("ideal N-point regenerator", "C1", ":"),
 }
 
 

@@ -50,6 +50,34 @@ class DeepSetEncoder(eqx.Module):
         return self.rho(jnp.mean(jax.vmap(self.phi)(2.0 * points - 1.0), 0))
 
 
+class FourierSetEncoder(eqx.Module):
+    """E(S) = rho(mean_i [cos(W s_i + b), sin(W s_i + b)]): a kernel mean embedding of the set
+    (the empirical characteristic function at ``features`` learned frequencies, initialised at
+    scales log-uniform between 1 and ``max_scale`` per unit of the [-1, 1] box), then an MLP.
+    Mean pooling of a rich fixed-width feature map: invariant to the order of the particles, in
+    any dimension, with no product structure assumed."""
+
+    freqs: Float[Array, "f d"]
+    phase: Float[Array, "f"]
+    rho: eqx.nn.MLP
+
+    def __init__(self, dim: int, features: int, hidden: int, embed_dim: int,
+                 max_scale: float = 40.0, *, key):
+        k1, k2, k3, k4 = jax.random.split(key, 4)
+        direction = jax.random.normal(k1, (features, dim))
+        direction = direction / jnp.linalg.norm(direction, axis=-1, keepdims=True)
+        scale = jnp.exp(jax.random.uniform(k2, (features, 1), minval=0.0,
+                                           maxval=jnp.log(max_scale)))
+        self.freqs = direction * scale
+        self.phase = jax.random.uniform(k3, (features,), maxval=2 * jnp.pi)
+        self.rho = eqx.nn.MLP(2 * features, embed_dim, hidden, 2, activation=jax.nn.gelu,
+                              key=k4)
+
+    def __call__(self, points: Float[Array, "n d"]) -> Float[Array, "z"]:
+        arg = (2.0 * points - 1.0) @ self.freqs.T + self.phase
+        return self.rho(jnp.concatenate([jnp.cos(arg).mean(0), jnp.sin(arg).mean(0)]))
+
+
 class ConditionalRealNVP(eqx.Module):
     """Affine-coupling flow on [0, 1]^d conditioned on an embedding z."""
 
@@ -102,12 +130,14 @@ class ConditionalRealNVP(eqx.Module):
 class GDE(eqx.Module):
     """Generative distribution embedding: encoder E and conditional generator g(. | z)."""
 
-    encoder: DeepSetEncoder
+    encoder: DeepSetEncoder | FourierSetEncoder
     flow: ConditionalRealNVP
 
-    def __init__(self, dim: int, hidden: int, embed_dim: int, n_layers: int, *, key):
+    def __init__(self, dim: int, hidden: int, embed_dim: int, n_layers: int,
+                 features: int = 0, *, key):
         k1, k2 = jax.random.split(key)
-        self.encoder = DeepSetEncoder(dim, hidden, embed_dim, key=k1)
+        self.encoder = (FourierSetEncoder(dim, features, hidden, embed_dim, key=k1) if features
+                        else DeepSetEncoder(dim, hidden, embed_dim, key=k1))
         self.flow = ConditionalRealNVP(dim, embed_dim, hidden, n_layers, key=k2)
 
     def log_prob(self, x: Float[Array, "m d"], points: Float[Array, "n d"]) -> Float[Array, "m"]:

@@ -74,6 +74,31 @@ def sample_product(key, beliefs: Float[Array, "k G2"], n: int, grid: int) -> Flo
     return data.cells_to_points(k_jit, cells, grid)
 
 
+def family_predictive(points: Float[Array, "n d"], pool: Float[Array, "P G2"], grid: int,
+                      floor: float = 1e-30) -> Float[Array, "k G2"]:
+    """The Bayes-optimal belief given N points of a member of the GDE's belief family: the
+    posterior predictive over the family (the training pool of exact per-evader beliefs
+    b_1..b_P, uniform prior; a joint belief is a product of k members drawn independently),
+
+        p(m | S) ∝ prod_i b_m(c_i),    p(c | S) = sum_m p(m | S) b_m(c),
+
+    per evader (the posterior of a product of independent members given product-form points
+    factorises over evaders). A generator trained by maximum likelihood on the pool, given the
+    embedding of N points, can do no better than this in expectation: it is the ideal 64-point
+    regenerator. Cells a member gives no mass are floored at ``floor`` (test beliefs come from
+    other episodes than the pool's)."""
+    cells = data.points_to_cells(points, grid)  # (n, k)
+    counts = jax.nn.one_hot(cells, pool.shape[-1]).sum(0)  # (k, G2)
+    loglik = counts @ jnp.log(jnp.maximum(pool, floor)).T  # (k, P)
+    post = jax.nn.softmax(loglik, -1)
+    return post @ pool
+
+
+def sample_family_predictive(key, points, pool, n: int, grid: int) -> Float[Array, "n d"]:
+    """n fresh points from :func:`family_predictive` of ``points`` (uniform inside cells)."""
+    return sample_product(key, family_predictive(points, pool, grid), n, grid)
+
+
 # ----------------------------------------------------------------------------- representations
 
 
