@@ -24,7 +24,11 @@ Two studies:
   marginals of ``p``), whose excess is its KL above the tau-leaping floor. Findings: the same
   comparison with every uniform-noise method on each shared sampler (like samplers: tau-leaping,
   Euler, and the sequence-level first-jump sampler that uses Neural CTMC's decomposition), the
-  sampler with Neural CTMC's lowest floor per N, raw KLs, fewer steps.
+  sampler with Neural CTMC's lowest floor per N, raw KLs, fewer steps. Plateau: a comparison
+  decides only where every compared model has plateaued: doubling its training steps (the
+  half-way average of the same constant-rate run against the trained one) does not lower its
+  exact KL, averaged over the claims' N, beyond its paired interval (family-wise 95% over the
+  methods); otherwise the verdict is inconclusive, "did not plateau", naming the model.
 * ``text``: generative perplexity under the AR scorer (King James Bible, characters), each
   method with its own sampler as in the paper. Ideal row: held-out text (the scorer's own
   perplexity, the data's unigram entropy). Trivial row: i.i.d. unigram samples.

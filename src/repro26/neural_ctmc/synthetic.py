@@ -3,9 +3,13 @@ output laws of their samplers (:mod:`exact`), with no sampling noise.
 
 * ``train``: one job per method, all seeds at once (``jax.vmap`` over stacked models); each
   batch is drawn from the exact law ``p`` (infinite data), the loss is the method's own bound
-  with ``time_draws`` stratified times per sequence.
+  with ``time_draws`` stratified times per sequence. The saved model is the average of the
+  weights (``train.ema``); the average after half the steps is saved too (``.half.eqx``):
+  with a constant learning rate after the warm-up it is a complete run of half the steps, the
+  reference of the plateau check (doubling).
 * ``evaluate``: per method and seed, the exact ``q_N`` of every sampler that applies for every
-  ``N``, its ``KL(q_N || p)``, ``KL(p || q_N)``, ``H(q_N)``; a Monte Carlo estimate of the NLL
+  ``N``, its ``KL(q_N || p)``, ``KL(p || q_N)``, ``H(q_N)``; ``kl_qp_halfway``: the half-way
+  model's ``KL(q_N || p)`` with the own sampler at the claims' ``N``; a Monte Carlo estimate of the NLL
   bound ``E_p[bound]`` with its 95% half-interval, for the trained and for the untrained model
   (the fair start: ``L log V`` for every method); the per-draw standard deviation of the bound
   estimator with 1 and with ``time_draws`` times; the parameter count.

@@ -2,8 +2,9 @@
 
 Every diffusion model is trained on the same budget (``steps x batch_size`` network rows of
 ``L`` tokens, ``time_draws`` stratified times per sequence) with
-the same backbone and optimiser (AdamW, linear warm-up then cosine decay, global-norm
-clipping); each minimises its own estimate of the NLL bound in nats/token
+the same backbone and optimiser (AdamW, linear warm-up then cosine decay or a constant rate,
+global-norm clipping, optionally an exponential moving average of the weights, which is then
+the saved model); each minimises its own estimate of the NLL bound in nats/token
 (:func:`losses.sequence_bound`), through ``repro26.core.train.run_loop`` with a checkpoint next
 to the output so a killed job resumes.
 """
