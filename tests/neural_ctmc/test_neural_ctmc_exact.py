@@ -136,10 +136,12 @@ def test_first_jump_law_matches_brute_force_kernel():
 STEPS = (4, 16, 32)
 
 
-def _synthetic_tables(ours_kl, theirs_kl, ours_entropy=4.0, spread=0.01, seeds=3, floor=0.01):
+def _synthetic_tables(ours_kl, theirs_kl, ours_entropy=4.0, spread=0.01, seeds=3, floor=0.01,
+                      fall=None):
     """(synthetic.csv, synthetic_training.csv) in which Neural CTMC's KL is ``ours_kl`` and
     every baseline's ``theirs_kl`` at every N (per-seed jitter ``spread``); every exact-rate
-    floor is ``floor``; H(p) = 4."""
+    floor is ``floor``; H(p) = 4. The model after half the steps is ``fall[method]`` (default
+    0) above the trained one, with its own jitter."""
     rows, curves = [], []
     rng = np.random.default_rng(0)
     for method in METHODS:
@@ -147,10 +149,16 @@ def _synthetic_tables(ours_kl, theirs_kl, ours_entropy=4.0, spread=0.01, seeds=3
             for sampler in ALL_SAMPLERS[method]:
                 for n in STEPS:
                     kl = ours_kl if method == "neural_ctmc" else theirs_kl
+                    value = kl + spread * rng.standard_normal()
                     rows += [{"method": method, "sampler": sampler, "seed": seed, "steps": n,
-                              "metric": "kl_qp", "value": kl + spread * rng.standard_normal()},
+                              "metric": "kl_qp", "value": value},
                              {"method": method, "sampler": sampler, "seed": seed, "steps": n,
                               "metric": "entropy", "value": ours_entropy}]
+                    if sampler == ALL_SAMPLERS[method][0]:
+                        rows.append({"method": method, "sampler": sampler, "seed": seed,
+                                     "steps": n, "metric": "kl_qp_halfway",
+                                     "value": value + (fall or {}).get(method, 0.0)
+                                     + 0.01 * rng.standard_normal()})
             rows += [{"method": method, "sampler": "-", "seed": seed, "steps": 0, "metric": k,
                       "value": v} for k, v in (("parameters", 1000), ("optimiser_steps", 50),
                                                ("tokens_seen", 6000), ("nll_bound", 4.1),
@@ -197,6 +205,38 @@ def test_synthetic_claims_verdicts(ours, theirs, entropy, spread, expected):
         assert few.ideal_passes and few.trivial_passes is False
     assert best.id == "best_across_steps_exact"
     assert set(best.budget) == set(METHODS)
+
+
+@pytest.mark.parametrize("fall,expected", [
+    ({}, "held"),                                   # every model at its plateau
+    ({"gidd": 0.1}, "inconclusive"),                # a baseline still learning
+    ({"neural_ctmc": 0.1}, "inconclusive"),         # ours still learning
+])
+def test_a_model_that_did_not_plateau_decides_nothing(fall, expected):
+    """Doubling the training steps lowered a model's exact KL beyond its paired interval: the
+    comparison is inconclusive and names that model; flat (noise only): the verdict stands."""
+    few, best = C.synthetic_claims(*_synthetic_tables(0.1, 0.3, fall=fall))
+    for claim in (few, best):
+        assert claim.verdict == expected, (claim.verdict, claim.inconclusive_reason)
+        for m in fall:
+            assert "did not plateau" in claim.inconclusive_reason and m in claim.inconclusive_reason
+    check = few.measured["plateau_doubling"]
+    assert {m for m in METHODS if check[m]["still_falling"]} == set(fall)
+
+
+def test_propagate_equals_the_sum_over_all_paths():
+    """The matrix-product propagation of a product kernel equals the brute-force sum
+    ``q'(y) = sum_x q(x) prod_l K_l(y_l | x)`` (odd and even lengths)."""
+    for width, length in ((3, 1), (3, 2), (2, 3)):
+        n = width ** length
+        factors = np.asarray(jax.nn.softmax(jax.random.normal(jax.random.PRNGKey(length),
+                                                              (n, length, width)), -1))
+        q = np.random.default_rng(length).dirichlet(np.ones(n))
+        ys = np.asarray(E.all_sequences(width, length))
+        brute = [sum(q[x] * np.prod([factors[x, pos, y[pos]] for pos in range(length)])
+                     for x in range(n)) for y in ys]
+        np.testing.assert_allclose(np.asarray(E.propagate(jnp.asarray(q), jnp.asarray(factors))),
+                                   brute, rtol=1e-5, atol=1e-7)
 
 
 def test_excess_is_measured_above_each_samplers_own_floor():

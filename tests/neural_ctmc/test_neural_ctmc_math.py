@@ -290,3 +290,35 @@ def test_every_parameter_of_each_method_learns(method):
         scorer = make_scorer(vocab_size=4, seq_len=5, d_model=8, n_layers=1, n_heads=2,
                              mlp_ratio=2, key=jax.random.PRNGKey(2))
         assert_every_parameter_learns(scorer, lambda m, b: scorer_nll(m, b[0]).mean(), batches)
+
+
+def test_weight_average_follows_its_recurrence_and_forgets_the_start():
+    """``with_ema``: after each optimiser step ``ema <- d_k ema + (1 - d_k) w`` with
+    ``d_k = min(decay, (1 + k) / (10 + k))`` (checked against the recurrence run by hand on the
+    same weights); the first step already weights the new weights by 0.9."""
+    import optax
+
+    from repro26.core.train import optax_step
+    from repro26.neural_ctmc.train import EmaState, init_state, with_ema
+
+    tc = type("TC", (), {"ema": 0.99})()
+    model = eqx.nn.Linear(2, 1, key=jax.random.PRNGKey(0))
+    optimizer = optax.sgd(0.1)
+
+    def loss_fn(m, data, key):
+        del key
+        return jnp.mean((jax.vmap(m)(data) - 1.0) ** 2), {}
+
+    step = with_ema(optax_step(loss_fn, optimizer), tc.ema)
+    state = init_state(model, optimizer, tc)
+    assert isinstance(state, EmaState)
+    data = jnp.ones((4, 2))
+    by_hand = np.asarray(model.weight)
+    for k in range(30):
+        state, _ = step(state, data, jax.random.PRNGKey(k))
+        d = min(0.99, (1 + k) / (10 + k))
+        by_hand = d * by_hand + (1 - d) * np.asarray(state.train.model.weight)
+        if k == 0:
+            assert d == pytest.approx(0.1)
+    np.testing.assert_allclose(np.asarray(state.ema.weight), by_hand, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(np.asarray(state.ema.weight), np.asarray(model.weight))

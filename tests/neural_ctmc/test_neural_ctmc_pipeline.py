@@ -23,11 +23,19 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_smoke_end_to_end(tmp_path):
     scale, cfg, _ = resolve_run_config(nc, "neural_ctmc", ROOT / "config/config.yaml", "smoke")
-    # the synthetic study at its smallest: 2 seeds, N = 16 only (the claims' range), a few steps
-    sc = cfg.synthetic
-    cfg = dataclasses.replace(cfg, synthetic=dataclasses.replace(
-        sc, steps=(16,), sd_repeats=2, sd_sequences=4,
-        train=dataclasses.replace(sc.train, steps=4, chunk_size=2, checkpoint_every=2)))
+    # every stage at its smallest: a V = 3, L = 3 language (27 sequences), 2 seeds, N = 16 only
+    # (the claims' range), a few steps; 8-character text windows, one sampling budget
+    sc, tc = cfg.synthetic, dataclasses.replace(cfg.train, steps=4, chunk_size=2,
+                                                 checkpoint_every=2, warmup=1)
+    cfg = dataclasses.replace(
+        cfg, train=tc, scorer_train=dataclasses.replace(tc, ema=0.0),
+        synthetic=dataclasses.replace(
+            sc, vocab_size=3, seq_len=3, hidden_states=2, steps=(16,), sd_repeats=2,
+            sd_sequences=4, bound_sequences=64, bound_draws=2,
+            train=dataclasses.replace(sc.train, steps=4, chunk_size=2, checkpoint_every=2)),
+        text=dataclasses.replace(cfg.text, seq_len=8, max_train=200, max_val=16),
+        eval=dataclasses.replace(cfg.eval, steps=(16,), n_samples=8, n_val=16, batch_size=8,
+                                 elbo_draws=2))
 
     def run(stage, out, variant=None, seed=None, inputs=(), name=None):
         run_stage("neural_ctmc", stage, name=name, cfg=cfg, scale=scale, out=tmp_path / out,
@@ -38,7 +46,7 @@ def test_smoke_end_to_end(tmp_path):
     for method in METHODS:
         run("synthetic_train", f"runs/synthetic/{method}.eqx", f"method={method}")
         run("synthetic_evaluate", f"eval/synthetic/{method}.csv", f"method={method}",
-            inputs=[f"runs/synthetic/{method}.eqx"])
+            inputs=[f"runs/synthetic/{method}.eqx", f"runs/synthetic/{method}.half.eqx"])
         synth += [f"eval/synthetic/{method}.csv", f"runs/synthetic/{method}.csv"]
     run("synthetic_floors", "eval/synthetic/floors.csv")
     run("summarize", "tables", "study=synthetic", inputs=[*synth, "eval/synthetic/floors.csv"])

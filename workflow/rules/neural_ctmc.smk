@@ -1,6 +1,6 @@
 # Neural CTMC (paper 1) vs MDLM / SEDD / GIDD, two studies.
-# synthetic: synthetic_train (per method, seeds vmapped) -> synthetic_evaluate (exact output
-#   laws), synthetic_floors (exact-rate samplers, trivial baselines) -> summarize.
+# synthetic: synthetic_train (per method, seeds vmapped; the trained and the half-way model) ->
+#   synthetic_evaluate (exact output laws), synthetic_floors (exact-rate samplers, trivial baselines) -> summarize.
 # text: data -> scorer -> train (method x seed) -> evaluate -> summarize.
 # Figures, claims and the `neural_ctmc` target come from workflow/rules/protocol.smk.
 NC = "neural_ctmc"
@@ -117,6 +117,7 @@ rule neural_ctmc_synthetic_train:
         cfg=config_path(NC, "synthetic_train"),
     output:
         model=out(NC, "runs", "synthetic", "{nc_method}.eqx"),
+        half=out(NC, "runs", "synthetic", "{nc_method}.half.eqx"),
         curve=out(NC, "runs", "synthetic", "{nc_method}.csv"),
     log:
         log_path(NC, "synthetic_train_{nc_method}"),
@@ -132,10 +133,12 @@ rule neural_ctmc_synthetic_train:
 
 
 rule neural_ctmc_synthetic_evaluate:
-    """Exact output laws of every sampler of one method, its bounds and estimator spread."""
+    """Exact output laws of every sampler of one method, its bounds and estimator spread; the
+    half-way model's laws (plateau check)."""
     input:
         cfg=config_path(NC, "synthetic_evaluate"),
         model=out(NC, "runs", "synthetic", "{nc_method}.eqx"),
+        half=out(NC, "runs", "synthetic", "{nc_method}.half.eqx"),
     output:
         table=out(NC, "eval", "synthetic", "{nc_method}.csv"),
     log:
@@ -151,7 +154,8 @@ rule neural_ctmc_synthetic_evaluate:
         stage(
             NC,
             "synthetic_evaluate",
-            "--variant method={wildcards.nc_method} --input {input.model} --out {output.table}",
+            "--variant method={wildcards.nc_method} --input {input.model} {input.half}"
+            " --out {output.table}",
         )
 
 

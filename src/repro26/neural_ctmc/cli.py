@@ -40,6 +40,8 @@ class TrainConfig:
     weight_decay: NonNegative = 0.0
     grad_clip: Positive = 1.0
     time_draws: Count = 4  # stratified (t, x_t) draws per sequence; batch_size counts rows
+    schedule: Literal["cosine", "constant"] = "cosine"  # after the linear warm-up
+    ema: Probability = 0.0  # decay of the weights' exponential moving average (0: none)
 
 
 @dataclasses.dataclass(frozen=True)

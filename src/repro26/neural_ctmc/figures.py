@@ -127,7 +127,9 @@ def synthetic_kl_vs_steps(run):
     dash-dotted: the trivial independent-positions law. Middle: the claims' quantity, what each
     parameterisation loses above its own sampler's floor (KL - floor, mean and 95% CI over
     seeds), on the abstract's range 16-128 steps (shaded) and fewer; dotted: GIDD and SEDD read
-    with tau-leaping (like samplers, against the tau-leaping floor). Right: entropy H(q_N)
+    with tau-leaping (like samplers, against the tau-leaping floor); dashed with crosses: the
+    same run after half its training steps (the plateau check: a model still falling between
+    the two decides nothing). Right: entropy H(q_N)
     with the data's H(p) dotted (a collapsed sampler has low KL(q||p) but low entropy)."""
     table = tables.read(run.input("synthetic.csv"))
     fig, axes = plotting.subplots(1, 3, width=3.4, height=3.2)
@@ -141,6 +143,14 @@ def synthetic_kl_vs_steps(run):
         xs, ex = excess(table, method, sampler)
         plotting.line_with_ci(axes[0, 1], xs, ex, label=label, color=color, marker="o",
                               markersize=3)
+        xs_h, kl_h = metric_by_seed(table, None, method, sampler, "kl_qp_halfway")
+        if len(xs_h):  # the plateau check: the same run after half its training steps
+            fl = dict(zip((int(n) for n in metric_by_seed(
+                table, None, f"exact_{NOISE[method]}", sampler, "kl_qp")[0]),
+                floor(table, NOISE[method], sampler)))
+            plotting.line_with_ci(axes[0, 1], xs_h, kl_h - np.array([fl[int(n)] for n in xs_h]),
+                                  label=f"{label.split(' ')[0]}, half the steps", color=color,
+                                  linestyle="--", linewidth=0.8, marker="x", markersize=3)
         if method in ("gidd", "sedd") and sampler != "tau":
             xs, ex = excess(table, method, "tau")
             plotting.line_with_ci(axes[0, 1], xs, ex, label=f"{label.split(' ')[0]} [tau]",

@@ -3,9 +3,13 @@ output laws of their samplers (:mod:`exact`), with no sampling noise.
 
 * ``train``: one job per method, all seeds at once (``jax.vmap`` over stacked models); each
   batch is drawn from the exact law ``p`` (infinite data), the loss is the method's own bound
-  with ``time_draws`` stratified times per sequence.
+  with ``time_draws`` stratified times per sequence. The saved model is the average of the
+  weights (``train.ema``); the average after half the steps is saved too (``.half.eqx``):
+  with a constant learning rate after the warm-up it is a complete run of half the steps, the
+  reference of the plateau check (doubling).
 * ``evaluate``: per method and seed, the exact ``q_N`` of every sampler that applies for every
-  ``N``, its ``KL(q_N || p)``, ``KL(p || q_N)``, ``H(q_N)``; a Monte Carlo estimate of the NLL
+  ``N``, its ``KL(q_N || p)``, ``KL(p || q_N)``, ``H(q_N)``; ``kl_qp_halfway``: the half-way
+  model's ``KL(q_N || p)`` with the own sampler at the claims' ``N``; a Monte Carlo estimate of the NLL
   bound ``E_p[bound]`` with its 95% half-interval, for the trained and for the untrained model
   (the fair start: ``L log V`` for every method); the per-draw standard deviation of the bound
   estimator with 1 and with ``time_draws`` times; the parameter count.
@@ -25,12 +29,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from repro26.core import io
-from repro26.core.train import init_train_state, optax_step, run_loop
+from repro26.core.train import optax_step, run_loop
 from repro26.neural_ctmc import exact as E
 from repro26.neural_ctmc import losses
 from repro26.neural_ctmc.model import make_denoiser, n_parameters
+from repro26.neural_ctmc.figures import CLAIM_STEPS
 from repro26.neural_ctmc.solvers import ALL_SAMPLERS
-from repro26.neural_ctmc.train import make_optimizer
+from repro26.neural_ctmc.train import evaluated_model, init_state, make_optimizer, wrap_step
 
 
 def init_models(cfg, method: str):
@@ -44,6 +49,11 @@ def init_models(cfg, method: str):
 
     keys = jnp.stack([jax.random.PRNGKey(s) for s in sc.seeds])
     return eqx.filter_vmap(make)(keys)
+
+
+def half_path(path: Path) -> Path:
+    """The checkpoint of the same run after half its steps (``<method>.half.eqx``)."""
+    return path.with_name(path.stem + ".half.eqx")
 
 
 def seed_slice(stacked, i: int):
@@ -65,7 +75,7 @@ def train(run, method: str) -> None:
         means = {k: v.mean() for k, v in terms.items()}
         return means.pop("bound"), means
 
-    step = optax_step(loss_fn, optimizer)
+    step = wrap_step(optax_step(loss_fn, optimizer), tc)
     n_seeds = len(sc.seeds)
 
     def seeds_step(state, data, key):
@@ -73,14 +83,24 @@ def train(run, method: str) -> None:
                                                            jax.random.split(key, n_seeds))
 
     models = init_models(cfg, method)
-    state = eqx.filter_vmap(lambda m: init_train_state(m, optimizer))(models)
+    state = eqx.filter_vmap(lambda m: init_state(m, optimizer, tc))(models)
     out = Path(run.out)
-    state, history = run_loop(
-        seeds_step, state, seqs, key=jax.random.PRNGKey(1 + 97 * sum(sc.seeds)),
-        num_steps=tc.steps, chunk_size=tc.chunk_size,
-        checkpoint_path=out.with_name(out.name + ".ckpt"), checkpoint_every=tc.checkpoint_every,
-        desc=f"synthetic:{method}", progress=run.progress)
-    io.save_checkpoint(out, state.model, tc.steps)
+    # two halves of one run (the learning rate is constant after the warm-up, so the first half
+    # is itself a complete run of steps/2): the half-way model is the plateau check's reference
+    half = tc.steps // 2
+    histories = []
+    for phase, (start, stop) in enumerate(((0, half), (half, tc.steps))):
+        state, hist = run_loop(
+            seeds_step, state, seqs, key=jax.random.PRNGKey(1 + 97 * sum(sc.seeds) + phase),
+            num_steps=stop - start, chunk_size=tc.chunk_size,
+            checkpoint_path=out.with_name(out.name + f".ckpt{phase}"),
+            checkpoint_every=tc.checkpoint_every, desc=f"synthetic:{method}:{phase}",
+            progress=run.progress)
+        histories.append(hist)
+        if phase == 0:
+            io.save_checkpoint(half_path(out), evaluated_model(state), half)
+    io.save_checkpoint(out, evaluated_model(state), tc.steps)
+    history = {k: np.concatenate([h[k] for h in histories if k in h]) for k in histories[-1]}
     loss = np.asarray(history["loss"]).reshape(tc.steps, n_seeds)
     rows = [{"method": method, "seed": seed, "step": s + 1, "tokens":
              (s + 1) * n_seq * sc.seq_len, "bound": float(loss[s, i]) * sc.seq_len}
@@ -105,6 +125,7 @@ def bound_estimate(method: str, model, p, key, eps: float, draws: int, n_seq: in
     half-interval: ``n_seq`` sequences drawn from ``p``, ``draws`` stratified ``(t, x_t)`` draws
     each; the estimator's variance holds both sources (which sequence, which times), so
     ``mean +- 1.96 sd / sqrt(n_seq)`` covers ``E_p[bound] >= H(p)``."""
+    chunk = min(chunk, n_seq)
     n_seq = chunk * max(1, -(-n_seq // chunk))
     x0, length = draw_sequences(p, model.vocab_size, key, n_seq)
     per = np.concatenate([np.asarray(_bounds(method, model, x0[i:i + chunk],
@@ -128,23 +149,26 @@ def evaluate(run, method: str) -> None:
     _, p = E.synthetic_language(sc)
     like = init_models(cfg, method)
     trained = io.load_model(run.input(f"{method}.eqx"), like)
+    halfway = io.load_model(run.input(f"{method}.half.eqx"), like)
+    claim_steps = [n for n in sc.steps if CLAIM_STEPS[0] <= n <= CLAIM_STEPS[1]]
     rows = []
     for i, seed in enumerate(sc.seeds):
         model, key = seed_slice(trained, i), jax.random.PRNGKey(7919 * (seed + 1))
         base = {"method": method, "seed": seed}
-        cache: dict = {}
-        outputs = E.network_outputs(method, model, sc.vocab_size, sc.seq_len, cfg.eps)
-
-        def cached(t):
-            if t not in cache:
-                cache[t] = outputs(t)
-            return cache[t]
-
-        for sampler in ALL_SAMPLERS[method]:
-            for n in sc.steps:
-                q = E.output_law(method, sampler, cached, sc.vocab_size, sc.seq_len, n, cfg.eps)
-                rows += [{**base, "sampler": sampler, "steps": n, "metric": k, "value": v}
-                         for k, v in E.divergences(q, p).items()]
+        # every sampler and step count of the trained model; the plateau check: the model
+        # after half the steps, own sampler, the claims' step counts (metric ``kl_qp_halfway``)
+        for net, samplers, steps, suffix in (
+                (model, ALL_SAMPLERS[method], sc.steps, ""),
+                (seed_slice(halfway, i), ALL_SAMPLERS[method][:1], claim_steps, "_halfway")):
+            cached = E.cached_outputs(E.network_outputs(method, net, sc.vocab_size, sc.seq_len,
+                                                        cfg.eps))
+            for sampler in samplers:
+                for n in steps:
+                    q = E.output_law(method, sampler, cached, sc.vocab_size, sc.seq_len, n,
+                                     cfg.eps)
+                    rows += [{**base, "sampler": sampler, "steps": n, "metric": k + suffix,
+                              "value": v} for k, v in E.divergences(q, p).items()
+                             if not suffix or k == "kl_qp"]
         draws = sc.train.time_draws
         for metric, net in (("nll_bound", model), ("init_bound", seed_slice(like, i))):
             mean, half = bound_estimate(method, net, p, key, cfg.eps, sc.bound_draws,
@@ -174,13 +198,7 @@ def floors(run) -> None:
     rows = []
     for sampler, noise in E.FLOORS:
         method = "mdlm" if noise == "mask" else "gidd"
-        cache: dict = {}
-
-        def cached(t, f=exact_outputs[noise]):
-            if t not in cache:
-                cache[t] = f(t)
-            return cache[t]
-
+        cached = E.cached_outputs(exact_outputs[noise])
         for n in sc.steps:
             q = E.output_law(method, sampler, cached, v, length, n, cfg.eps)
             rows += [{"method": f"exact_{noise}", "sampler": sampler, "seed": 0, "steps": n,

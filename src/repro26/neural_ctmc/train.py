@@ -2,8 +2,9 @@
 
 Every diffusion model is trained on the same budget (``steps x batch_size`` network rows of
 ``L`` tokens, ``time_draws`` stratified times per sequence) with
-the same backbone and optimiser (AdamW, linear warm-up then cosine decay, global-norm
-clipping); each minimises its own estimate of the NLL bound in nats/token
+the same backbone and optimiser (AdamW, linear warm-up then cosine decay or a constant rate,
+global-norm clipping, optionally an exponential moving average of the weights, which is then
+the saved model); each minimises its own estimate of the NLL bound in nats/token
 (:func:`losses.sequence_bound`), through ``repro26.core.train.run_loop`` with a checkpoint next
 to the output so a killed job resumes.
 """
@@ -19,7 +20,7 @@ import numpy as np
 import optax
 
 from repro26.core import io
-from repro26.core.train import init_train_state, optax_step, run_loop
+from repro26.core.train import TrainState, init_train_state, optax_step, run_loop
 from repro26.neural_ctmc import data as D
 from repro26.neural_ctmc import losses
 from repro26.neural_ctmc.model import make_denoiser, make_scorer, scorer_nll
@@ -60,11 +61,65 @@ def load_corpus(path: Path) -> dict[str, np.ndarray]:
 # ----------------------------------------------------------------------------- training
 
 
+def make_schedule(tc) -> optax.Schedule:
+    """Linear warm-up to ``lr``, then ``constant`` (MDLM / SEDD) or ``cosine`` decay to
+    ``lr / 10`` at ``steps``."""
+    warm = max(tc.warmup, 1)
+    if tc.schedule == "constant":
+        return optax.join_schedules([optax.linear_schedule(0.0, tc.lr, warm),
+                                     optax.constant_schedule(tc.lr)], [warm])
+    return optax.warmup_cosine_decay_schedule(0.0, tc.lr, warm, max(tc.steps, tc.warmup + 1),
+                                              tc.lr * 0.1)
+
+
 def make_optimizer(tc) -> optax.GradientTransformation:
-    schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, max(tc.warmup, 1),
-                                                  max(tc.steps, tc.warmup + 1), tc.lr * 0.1)
+    schedule = make_schedule(tc)
     return optax.chain(optax.clip_by_global_norm(tc.grad_clip),
                        optax.adamw(schedule, weight_decay=tc.weight_decay))
+
+
+class EmaState(eqx.Module):
+    """Training state plus an exponential moving average of the model's weights (MDLM / SEDD
+    evaluate the average); ``ema`` holds the average, ``count`` the steps taken."""
+
+    train: TrainState
+    ema: object
+    count: jax.Array
+
+
+def ema_decay(count, decay: float):
+    """``min(decay, (1 + k) / (10 + k))`` at step ``k``: the average forgets the initial
+    weights within the first steps, then averages over about ``1 / (1 - decay)`` steps."""
+    return jnp.minimum(decay, (1.0 + count) / (10.0 + count))
+
+
+def with_ema(step, decay: float):
+    """``step`` on :class:`EmaState`: the optimiser step, then
+    ``ema <- d * ema + (1 - d) * weights`` with ``d = ema_decay(k, decay)``."""
+    def ema_step(state: EmaState, data, key):
+        train, metrics = step(state.train, data, key)
+        d = ema_decay(state.count, decay)
+        ema = jax.tree_util.tree_map(
+            lambda e, w: d * e + (1.0 - d) * w if eqx.is_inexact_array(w) else e,
+            state.ema, train.model)
+        return EmaState(train, ema, state.count + 1), metrics
+
+    return ema_step
+
+
+def init_state(model, optimizer, tc):
+    """``TrainState``, or :class:`EmaState` starting the average at the initial weights."""
+    state = init_train_state(model, optimizer)
+    return EmaState(state, model, jnp.zeros((), jnp.float32)) if tc.ema > 0 else state
+
+
+def wrap_step(step, tc):
+    return with_ema(step, tc.ema) if tc.ema > 0 else step
+
+
+def evaluated_model(state):
+    """The model that is saved and evaluated: the weights' average where there is one."""
+    return state.ema if isinstance(state, EmaState) else state.model
 
 
 def init_denoiser(cfg, method: str, vocab: int, seq_len: int, seed: int):
@@ -95,16 +150,16 @@ def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str, rows_
 
     out = Path(run.out)
     state, history = run_loop(
-        optax_step(batch_loss, optimizer), init_train_state(model, optimizer), data,
+        wrap_step(optax_step(batch_loss, optimizer), tc), init_state(model, optimizer, tc), data,
         key=jax.random.PRNGKey(seed + 1), num_steps=tc.steps, chunk_size=tc.chunk_size,
         checkpoint_path=out.with_name(out.name + ".ckpt"), checkpoint_every=tc.checkpoint_every,
         desc=desc, progress=run.progress)
-    io.save_checkpoint(out, state.model, tc.steps)
+    io.save_checkpoint(out, evaluated_model(state), tc.steps)
     tokens = (np.arange(1, tc.steps + 1) * n_seq * train.shape[1])
     rows = {"step": np.arange(1, tc.steps + 1), "tokens": tokens,
             **{k: np.asarray(v).reshape(tc.steps) for k, v in history.items()}}
     io.write_table(out.with_suffix(".csv"), rows, run.meta())
-    return state.model
+    return evaluated_model(state)
 
 
 def train_model(run, corpus: str, method: str, seed: int) -> None:
