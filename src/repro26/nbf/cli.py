@@ -41,7 +41,7 @@ class Config:
     embed_dim: Count
     flow_layers: Count
     learning_rate: Positive  # peak of the warmup-cosine schedule
-    encoder_features: NonNegativeInt = 0  # Fourier set encoder with this many frequencies (0: DeepSets)
+    encoder_features: NonNegativeInt = 128  # Fourier set encoder with this many frequencies (0: DeepSets)
     warmup_steps: NonNegativeInt = 200
     ema_decay: Annotated[float, Bounds(0, 1, high_open=True)] = 0.999  # weight averaging of the GDE iterates
     fov_radius: Positive = 2.5
