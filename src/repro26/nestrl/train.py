@@ -235,6 +235,7 @@ def train(cfg, game: Game, kind: str, pool: ActorCritic | None, *, checkpoint=No
                 traj = {**traj, "rewards": traj["rewards"] - cfg.mep_alpha * mix}
         else:
             traj, ret = rollout_partner(game, cfg, state.model, seed_pool, k_roll, coef)
+        traj = {**traj, "rewards": cfg.reward_scale * traj["rewards"]}
         state, terms = ppo_update(cfg, state, traj, k_upd, opt)
         return state, {**terms, "return": ret.mean()}
 
