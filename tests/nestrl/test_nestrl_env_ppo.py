@@ -159,3 +159,29 @@ def test_every_parameter_learns_under_the_ppo_loss(game, kind):
         rollout = jax.jit(lambda k: train.rollout_partner(short, cfg, model, pool, k, 1.0)[0])
     batches = [train.with_advantages(cfg, rollout(k)) for k in keys]
     assert_every_parameter_learns(model, lambda m, b: train.sequence_loss(cfg, m, b)[0], batches)
+
+
+def test_reward_scale_leaves_the_policy_term_and_scales_the_value_term():
+    """``reward_scale`` s (issue 40): GAE is linear, so with values scaled alike the advantages
+    and targets scale by s; the policy term (normalised advantages) and the entropy are
+    unchanged and the value term scales by s^2 -- the scale sets only how much the value loss
+    weighs against the policy gradient in the shared GRU."""
+    k = jax.random.split(jax.random.PRNGKey(7), 4)
+    rewards = 20.0 * jax.random.bernoulli(k[0], 0.1, (12, 5)).astype(jnp.float32)
+    values = 10.0 * jax.random.uniform(k[1], (12, 5))
+    logits = jax.random.normal(k[2], (12, 5, E.N_ACTIONS))
+    actions = jax.random.randint(k[3], (12, 5), 0, E.N_ACTIONS)
+    # old log-probabilities off by up to +-0.3 (some ratios clipped, the policy term nonzero)
+    old_logp = (jax.nn.log_softmax(logits)[jnp.arange(12)[:, None], jnp.arange(5), actions]
+                + 0.3 * jax.random.uniform(jax.random.PRNGKey(8), (12, 5), minval=-1, maxval=1))
+    s = 0.05
+    adv, tgt = losses.gae(rewards, values, 0.99, 0.95)
+    adv_s, tgt_s = losses.gae(s * rewards, s * values, 0.99, 0.95)
+    np.testing.assert_allclose(np.asarray(adv_s), s * np.asarray(adv), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(tgt_s), s * np.asarray(tgt), rtol=1e-5, atol=1e-6)
+    _, t = losses.ppo_loss(logits, values, actions, old_logp, adv, tgt, 0.2, 0.5, 0.01)
+    _, t_s = losses.ppo_loss(logits, s * values, actions, old_logp, adv_s, tgt_s, 0.2, 0.5, 0.01)
+    assert abs(float(t["policy"])) > 1e-3
+    np.testing.assert_allclose(float(t_s["policy"]), float(t["policy"]), rtol=1e-4)
+    np.testing.assert_allclose(float(t_s["entropy"]), float(t["entropy"]), rtol=1e-6)
+    np.testing.assert_allclose(float(t_s["value"]), s**2 * float(t["value"]), rtol=1e-4)

@@ -134,7 +134,9 @@ def adaptability(run):
     ax, bx = grid[0]
     repeats = np.arange(1, cfg.eval_repeats + 1)
     for i, e in enumerate(egos):
-        color = "0.5" if e in evaluate.TRIVIAL else f"C{i}"
+        # trivial egos in two greys (random light, scripted subtask dark)
+        grey = {"random": "0.7", "subtask": "0.35"}
+        color = grey.get(e, "0.5") if e in evaluate.TRIVIAL else f"C{i}"
         for prefix, ls in (("episode", "-"), ("carried", "--")):
             ep = np.stack([per_seed_heldout(pairs, e, f"{prefix}{j}", cfg.seeds) for j in repeats], 1)
             plotting.line_with_ci(ax, repeats, ep, color=color, ls=ls, marker="o", ms=3,

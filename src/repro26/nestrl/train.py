@@ -6,7 +6,10 @@ the rollout's start and minibatches are whole sequences (recomputed exactly in t
 The learner's reward is the shared sparse reward (20 per soup) plus jaxmarl's shaping
 scaled by ``1 - update / (shaped_anneal * updates)`` (annealed to 0, as in Carroll et al. 2019)
 plus, for reward-biased level-0 members, ``bias · events`` (onion into a pot, plate or soup
-picked up; never annealed: it is their utility).
+picked up; never annealed: it is their utility), all of it times ``reward_scale`` (0.05: a soup
+is worth 1). The scale leaves the policy term unchanged (normalised advantages) and sets how much
+the value loss weighs in the GRU the actor and critic share; unscaled, value targets of tens of
+points swamp the policy gradient under global-norm clipping and self-play barely learns (issue 40).
 
 Training kinds (``train_kinds(cfg)``):
 * ``level0``: self-play members and reward-biased self-play members (the level-0 population);
@@ -235,6 +238,7 @@ def train(cfg, game: Game, kind: str, pool: ActorCritic | None, *, checkpoint=No
                 traj = {**traj, "rewards": traj["rewards"] - cfg.mep_alpha * mix}
         else:
             traj, ret = rollout_partner(game, cfg, state.model, seed_pool, k_roll, coef)
+        traj = {**traj, "rewards": cfg.reward_scale * traj["rewards"]}
         state, terms = ppo_update(cfg, state, traj, k_upd, opt)
         return state, {**terms, "return": ret.mean()}
 
