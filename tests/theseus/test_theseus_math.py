@@ -273,10 +273,28 @@ def test_the_maxout_stage_can_compute_the_conv_stage_exactly(in_shape, global_po
     x = jax.random.normal(jax.random.PRNGKey(5), (6, *in_shape))
     np.testing.assert_allclose(jax.vmap(dense)(x), jax.vmap(conv)(x), atol=1e-5)
     cnn, mlp = _image_pair()
-    for j, (c, m) in enumerate(zip(cnn.stages, mlp.stages)):
+    for j, (c, m) in enumerate(zip(cnn.stages[:-1], mlp.stages[:-1])):
         side = CANVAS >> j
         built = M.maxout_from_conv(c, (c.weight.shape[1], side, side))
         assert built.linear.weight.shape == m.linear.weight.shape and built.pool == m.pool
+    # the globally pooled last stage: a two-layer block, as wide as the conv stage before pooling
+    last, side = mlp.stages[-1], CANVAS >> (len(CHANNELS) - 1)
+    assert isinstance(last, M.DenseBlock)
+    assert last.hidden.weight.shape == (CHANNELS[-1] * side * side, CHANNELS[-2] * side * side)
+
+
+def test_random_shift_translates_each_image_with_zeros_shifted_in():
+    x = jnp.arange(2 * 5 * 6, dtype=jnp.float32).reshape(2, 5, 6) + 1.0
+    s = 2
+    out = train.random_shift(x, jax.random.PRNGKey(3), s)
+    assert out.shape == x.shape
+    pad = np.pad(np.asarray(x), ((0, 0), (s, s), (s, s)))
+    for i in range(2):
+        hits = [(a, b) for a in range(2 * s + 1) for b in range(2 * s + 1)
+                if np.array_equal(pad[i, a:a + 5, b:b + 6], np.asarray(out[i]))]
+        assert len(hits) == 1
+    offsets = jax.vmap(lambda k: train.random_shift(x[:1], k, s))(jax.random.split(KEY, 64))
+    assert len({np.asarray(o).tobytes() for o in offsets}) > 10  # many different offsets
 
 
 def test_output_match_closed_forms_and_no_rotation_invariance():
@@ -323,5 +341,5 @@ def test_one_replacement_of_a_trained_guide_keeps_its_accuracy():
     hybrid = M.swap(guide, 0, train.stacked(task.make_target, [0], "target"))
     assert float(train.evaluate(hybrid, task)["accuracy"][0]) < acc_guide - 0.3  # fresh part
     hybrid, _ = train.fit(hybrid, guide, task, train.make_loss(cfg, "not", (0,), (0,), 3), [0],
-                          200, 10, None, "stage 1", False)
+                          400, 10, None, "stage 1", False)
     assert 100 * (acc_guide - float(train.evaluate(hybrid, task)["accuracy"][0])) < FEW_POINTS

@@ -62,7 +62,8 @@ class TextConfig:
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Guide: ``guide_steps``; every target: ``stage_steps`` x number of parts (the conversion
-    spends ``stage_steps`` per replaced part)."""
+    spends ``stage_steps`` per replaced part). ``shift`` > 0 (images): every model's training
+    batches are translated by up to ``shift`` pixels (``train.random_shift``)."""
 
     batch_size: Count
     lr: Positive
@@ -73,6 +74,7 @@ class TrainConfig:
     stage_steps: Count
     chunk_size: Count
     checkpoint_every: Count
+    shift: NonNegativeInt = 0
 
 
 @dataclasses.dataclass(frozen=True)

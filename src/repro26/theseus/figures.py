@@ -11,7 +11,7 @@ from repro26.core.stats import mean_ci
 
 LABELS = {"guide": "guide", "linear": "linear (trivial)", "scratch": "scratch target",
           "kd": "logit distillation", "fmse": "feature-MSE distillation",
-          "oneshot": "one-shot replacement", "not": "NoT (CKA)", "not_mnn": "NoT (soft MNN)",
+          "oneshot": "one-shot replacement", "not": "NoT", "not_mnn": "NoT (soft MNN)",
           "not_untrained": "NoT, untrained guide"}
 COLORS = {"guide": "0.3", "linear": "0.75", "scratch": "C3", "kd": "C4", "fmse": "C5",
           "oneshot": "C1", "not": "C0", "not_mnn": "C9", "not_untrained": "C2"}
@@ -102,8 +102,9 @@ def ship_curve(run):
 def final_comparison(run):
     """Final target networks against the baselines: every model's test accuracy (CNN → MLP, left)
     and test perplexity per character (transformer → RNN, right). NoT = Network of Theseus
-    (part-by-part replacement, aligned by linear CKA or the soft mutual-nearest-neighbour
-    score); one-shot = every part replaced at once, same alignment; distillation baselines train
+    (part-by-part replacement; a stage read by a guide part is matched to the guide's output, one
+    read by a target part aligned by linear CKA, or the soft mutual-nearest-neighbour score for
+    NoT (soft MNN)); one-shot = every part replaced at once, same alignment; distillation baselines train
     the target from scratch on the guide's logits or stage outputs. All targets have the same
     number of steps. Bars: mean over seeds; error bars: 95% CI."""
     final = tables.read(run.input("final.csv"))

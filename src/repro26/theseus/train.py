@@ -3,7 +3,10 @@
 All seeds of one model train in one job: the network, optimiser state and PRNG stream are
 stacked along a leading seed axis and the step is ``vmap``-ed (one compile per network shape).
 Every run is ``repro26.core.train.run_loop`` (AdamW, warm-up then cosine decay, global-norm
-clipping), with a checkpoint so a killed job resumes.
+clipping), with a checkpoint so a killed job resumes. With ``shift`` > 0 every image model
+(guide, baselines, conversions alike) draws its minibatches translated by up to ``shift`` pixels
+(:func:`random_shift`): the same data law for all, and for a conversion more inputs on which the
+new dense parts see the guide's function (an MLP has no translation equivariance of its own).
 
 Models (budget B = ``stage_steps x K`` steps for every target, K = number of parts):
 
@@ -169,6 +172,17 @@ def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ..
 # ----------------------------------------------------------------------------- the loop
 
 
+def random_shift(x: jax.Array, key: jax.Array, s: int) -> jax.Array:
+    """Each image of the batch ``(n, h, w)`` translated by its own uniform offset in
+    ``[-s, s]^2`` pixels, with zeros (the background) shifted in: the digits already sit at
+    random offsets, so a translated image is another draw of the same kind, labelled the same.
+    Every image model trains on these batches (same law for every model: equal data)."""
+    n, h, w = x.shape
+    pad = jnp.pad(x, ((0, 0), (s, s), (s, s)))
+    off = jax.random.randint(key, (n, 2), 0, 2 * s + 1)
+    return jax.vmap(lambda im, o: jax.lax.dynamic_slice(im, (o[0], o[1]), (h, w)))(pad, off)
+
+
 def optimizer(tc, steps: int) -> optax.GradientTransformation:
     schedule = optax.warmup_cosine_decay_schedule(0.0, tc.lr, max(tc.warmup, 1),
                                                   max(steps, tc.warmup + 1), tc.lr * 0.1)
@@ -183,10 +197,14 @@ def fit(net: M.Network, guide: M.Network | None, task: Task, loss_fn, seeds, ste
     opt = optimizer(tc, steps)
     seed_ids = jnp.asarray(seeds)
 
+    shift = getattr(tc, "shift", 0)
+
     def batch_loss(net, data, key):
         x, y, g = data
-        idx = jax.random.randint(key, (tc.batch_size,), 0, x.shape[0])
-        return loss_fn(net, x[idx], y[idx], g)
+        k_idx, k_shift = jax.random.split(key)
+        idx = jax.random.randint(k_idx, (tc.batch_size,), 0, x.shape[0])
+        xb = random_shift(x[idx], k_shift, shift) if shift else x[idx]
+        return loss_fn(net, xb, y[idx], g)
 
     one_step = optax_step(batch_loss, opt)
 
