@@ -46,6 +46,15 @@ def _tables(folder: Path) -> dict[str, Path]:
         f.attrs.update({"method": "neptuna", "stage": "data", "scale": "small",
                         "variant": "dataset=bubble"})
     paths["garbage.h5"] = _write(folder / "garbage.h5", "not an HDF5 file")
+    # readable neptuna-like files at smoke: one without its fields, one of another dataset
+    for name, variant, fields in (("no_fields.h5", "dataset=bubble", False),
+                                  ("droplet.h5", "dataset=droplet", True)):
+        paths[name] = folder / name
+        with h5py.File(paths[name], "w") as f:
+            if fields:
+                f.create_dataset("fields", data=np.zeros((3, 4, 5, 8, 16), np.float32))
+            f.attrs.update({"method": "neptuna", "stage": "data", "scale": "smoke",
+                            "variant": variant})
     # π_ref's weights renamed as π_RL's; an nbffg task's data in another task's folder
     paths["rl_kl.eqx"] = folder / "renamed" / "rl_kl.eqx"
     with jobs.job("t", {"method": "progress_advantage", "stage": "train", "scale": "smoke",
@@ -175,6 +184,21 @@ CASES = [
                                  "--scale", "smoke", "--input", str(p["garbage.h5"]),
                                  "--out", str(t / "runs" / "unet_mse.csv")],
      "garbage.h5 is not a readable HDF5 file"),
+    ("h5_without_fields", lambda t, p: ["neptuna", "train", "--variant",
+                                        "dataset=bubble,model=unet,loss=mse", "--scale", "smoke",
+                                        "--input", str(p["no_fields.h5"]),
+                                        "--out", str(t / "runs" / "unet_mse.csv")],
+     "not a neptuna dataset (HDF5 with a 'fields' array)"),
+    ("h5_of_another_dataset", lambda t, p: ["neptuna", "train", "--variant",
+                                            "dataset=bubble,model=unet,loss=mse", "--scale", "smoke",
+                                            "--input", str(p["droplet.h5"]),
+                                            "--out", str(t / "runs" / "unet_mse.csv")],
+     "written for dataset=droplet; this job is dataset=bubble"),
+    # found by `repro26 probe`: the paper's datasets (20 GB arrays) aborted in XLA; the solver's
+    # compiled program is now sized before it runs (here 3 trajectories x 10^5 frames)
+    ("dataset_beyond_memory", lambda t, p: _section(t, "neptuna", "{n_frames: 100000, nx: 1024, "
+                                                    "ny: 512, datasets_3d: []}", stage="data")
+     + ["--variant", "dataset=bubble"], "neptuna data bubble: 3 trajectories of 100000 frames"),
     ("model_file_of_another_model", lambda t, p: ["progress_advantage", "train", "--variant",
                                                   "model=prm", "--scale", "smoke", "--input",
                                                   str(p["rl_kl.eqx"]), "--out", str(t / "prm.eqx")],

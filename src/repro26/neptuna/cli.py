@@ -170,11 +170,34 @@ def data_stage(run: Run) -> None:
                  params=np.asarray(cs[0][:3]))
 
 
+def require_memory(paths, cfg: Config, copies: float, what: str) -> None:
+    """One line before any dataset is read when the stage cannot hold it: each file's fields
+    (float32, from the stored shape) plus ``copies`` coarsened copies of them (the normalised
+    fields and the next-step pairs a training stage builds)."""
+    from repro26.core import memory
+    from repro26.neptuna import data
+
+    total = 0.0
+    for path in paths:
+        try:
+            nbytes = data.h5_bytes(path)
+        except (OSError, KeyError) as err:
+            raise UsageError(f"--input {path}: not a neptuna dataset (HDF5 with a 'fields' "
+                             f"array): {err}") from None
+        total += nbytes * (1 + copies / cfg.coarsen**2)
+    memory.require(total, f"neptuna {what}: {len(paths)} dataset(s) of "
+                          f"{total / max(1, len(paths)) / 2**30:.3g} GB each once loaded")
+
+
 def _load(path, cfg: Config):
     """(train fields, test fields, test materials (n_test, 4), dx) after coarsening."""
     from repro26.neptuna import data, train
 
-    fields, params, _ = data.read_h5(path)
+    try:
+        fields, params, _ = data.read_h5(path)
+    except (OSError, KeyError) as err:
+        raise UsageError(f"--input {path}: not a neptuna dataset (HDF5 with fields and "
+                         f"params): {err}") from None
     f = np.asarray(train.coarsen(fields, cfg.coarsen))
     n = f.shape[0] - cfg.n_test
     return f[:n], f[n:], data.materials(params)[n:], data.LX / f.shape[-1]
@@ -207,7 +230,7 @@ def _rollout_rows(run: Run, key, states, norm, te, mats, dx, history) -> None:
                  val_steps=val_steps, val=val)  # the validation curve (k,), (k, seed)
 
 
-@stage({"dataset": str, "model": str, "loss": str})
+@stage({"dataset": str, "model": str, "loss": str}, matches=("dataset",))
 def train_stage(run: Run) -> None:
     """One surrogate with one loss on one dataset, every seed; rollout metrics on the test set."""
     from repro26.neptuna import train
@@ -218,6 +241,7 @@ def train_stage(run: Run) -> None:
         raise UsageError(f"--variant: {key} is not a configured (dataset, model, loss) run")
     if not run.inputs:
         raise UsageError("--input: the train stage needs the dataset's .h5 file")
+    require_memory(run.inputs[:1], cfg, 4, f"train {'/'.join(key)}")
     tr, te, mats, dx = _load(run.inputs[0], cfg)
     states, history, norm = train.train_seeds(key[1], key[2], tr, cfg, cfg.seeds,
                                               progress=run.progress)
@@ -235,6 +259,7 @@ def pretrain_stage(run: Run) -> None:
     if sorted(Path(p).stem for p in h5) != sorted(cfg.datasets):
         raise UsageError(f"--input: the pretrain stage needs one .h5 per dataset "
                          f"({', '.join(cfg.datasets)})")
+    require_memory(h5, cfg, 6, "pretrain")  # + the joint pairs' concatenation
     sets = [_load(p, cfg)[0] for p in h5]
     states, history = train.pretrain_seeds(cfg.foundation_model, sets, cfg, cfg.seeds,
                                            progress=run.progress)
@@ -248,7 +273,7 @@ def pretrain_stage(run: Run) -> None:
                    run.meta())
 
 
-@stage({"dataset": str})
+@stage({"dataset": str}, matches=("dataset",))
 def finetune_stage(run: Run) -> None:
     """The pretrained foundation surrogate fine-tuned on one dataset for ``train_steps`` (the
     from-scratch budget), every seed; rollout metrics on the test set (model ``foundation``)."""
@@ -264,6 +289,7 @@ def finetune_stage(run: Run) -> None:
     if len(h5) != 1 or len(weights) != 1:
         raise UsageError("--input: the finetune stage needs the dataset's .h5 and the "
                          "pretrained .eqx")
+    require_memory(h5, cfg, 4, f"finetune {ds}")
     tr, te, mats, dx = _load(h5[0], cfg)
     like = train.init_models(cfg.foundation_model, tr.shape[2], tr.shape[3:], cfg, cfg.seeds)
     pretrained = io.load_model(weights[0], like)
@@ -284,6 +310,8 @@ def evaluate_stage(run: Run) -> None:
     csvs = [Path(p) for p in run.inputs if str(p).endswith(".csv")]
     if not h5 or not csvs:
         raise UsageError("--input: the evaluate stage needs the datasets (.h5) and the run tables")
+    for path in h5:  # one dataset at a time
+        require_memory([path], cfg, 1, "evaluate")
     for path in h5:
         ds = path.stem
         tr, te, mats, dx = _load(path, cfg)
@@ -336,6 +364,7 @@ def timing_stage(run: Run) -> None:
 
     if not run.inputs:
         raise UsageError("--input: the timing stage needs the timing dataset's .h5 file")
+    require_memory(run.inputs[:1], cfg, 4, "timing")
     tr, _, _, _ = _load(run.inputs[0], cfg)
     result = train.time_per_step(TIMED, tr, cfg, cfg.timing_steps,
                                  cfg.timing_repeats, cfg.loss_model, cfg.timing_min_seconds)

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from repro26.core import memory
 from repro26.neptuna import solvers
 
 CHANNELS = ("rho", "u", "v", "p", "alpha")
@@ -189,9 +190,24 @@ def generate(dataset: str, n_traj: int, n_frames: int, nx: int, ny: int, seed: i
 
     batched = (q0, frame_dt, ga, gb)
     # 3-D: one trajectory at a time (memory); 2-D: all at once
-    fields, steps = (jax.lax.map(lambda a: run(*a), batched) if nz is not None
-                     else jax.vmap(run)(*batched))
+    solve = (jax.jit(lambda *b: jax.lax.map(lambda a: run(*a), b)) if nz is not None
+             else jax.jit(jax.vmap(run)))
+    # the compiled program's memory (the frames it returns and the solver's working arrays) is
+    # checked before anything runs: one line instead of an allocation failure in XLA
+    compiled = solve.lower(*batched).compile()
+    cells = "x".join(str(v) for v in (nx, ny, nz) if v is not None)
+    memory.require_compiled(compiled, f"neptuna data {dataset}: {n_traj} trajectories of "
+                                      f"{n_frames} frames on {cells} cells")
+    fields, steps = compiled(*batched)
     return np.asarray(fields, np.float32), cs, np.asarray(steps), t_end
+
+
+def h5_bytes(path: str | Path) -> int:
+    """Bytes of the stored ``fields`` array once read (float32), from its shape alone."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return int(np.prod(f["fields"].shape)) * 4
 
 
 def write_h5(path: str | Path, fields, cs, steps, t_end, attrs: dict) -> None:
