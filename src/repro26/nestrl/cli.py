@@ -42,7 +42,7 @@ class Config:
     vf_coef: NonNegative = 0.5
     ent_coef: NonNegative = 0.01
     max_grad_norm: Positive = 0.5
-    reward_scale: Positive = 1.0  # the learner's reward times this (value targets of order 1)
+    reward_scale: Positive = 0.05  # the learner's reward times this (value targets of order 1)
     shaped_anneal: Probability = 0.5  # shaping weight reaches 0 at this fraction of the updates
     chunk_updates: Count = 25
     eval_envs: Count = 8
