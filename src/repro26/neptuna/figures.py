@@ -172,7 +172,8 @@ def loss_weights(run):
     for ax, loss in zip(axes[0], adaptive):
         for k, term in enumerate(losses.TERMS):
             steps, vals = tables.pivot(w, f"w_{term}", by="step", dataset=ds, loss=loss)
-            plotting.line_with_ci(ax, steps, vals, label=term, color=f"C{k}")
+            # weights are a softmax or clipped at 0 and renormalised: the band stays in [0, 1]
+            plotting.line_with_ci(ax, steps, vals, label=term, color=f"C{k}", limits=(0, 1))
         ax.set_title(loss, fontsize=8)
         ax.set_xlabel("training step")
     axes[0, 0].set_ylabel("weight")
