@@ -9,7 +9,9 @@ import sys
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
+from scipy import stats
 
 from repro26.core import timing
 from repro26.core.claims import (BY_CONSTRUCTION, CANNOT_SHOW, Claim, claim_problems,
@@ -114,6 +116,36 @@ def test_cpu_time_ratio_holds_under_a_competing_load():
     assert timing.compare_to_bound(t, "k3", 1.5, side="below") == "not held"
     assert timing.compare_to_bound(t, "control", 1.0) == "inconclusive"
     assert timing.timing_record(t)["basis"] == "cpu"
+
+
+@pytest.mark.parametrize("n", [6, 7, 9, 15, 20, 41])
+def test_median_interval_is_scipys_order_statistic_interval(n):
+    """The median's interval equals scipy's binomial (quantile-test) interval, and its
+    coverage is the binomial probability of the order statistics it spans."""
+    x = np.random.default_rng(n).lognormal(size=n)
+    lo, hi, coverage = timing.median_interval(x)
+    ref = stats.quantile_test(x, q=float(np.median(x)), p=0.5).confidence_interval(0.95)
+    assert (lo, hi) == (float(ref.low), float(ref.high))
+    k = int(np.searchsorted(np.sort(x), lo)) + 1
+    assert coverage == pytest.approx(stats.binom.cdf(n - k, n, 0.5) - stats.binom.cdf(k - 1, n, 0.5))
+    assert coverage >= 0.95
+
+
+def test_median_interval_with_too_few_rounds_is_the_range():
+    lo, hi, coverage = timing.median_interval([3.0, 1.0, 2.0, 5.0, 4.0])
+    assert (lo, hi, coverage) == (1.0, 5.0, pytest.approx(1 - 2 / 2**5))
+
+
+def test_noise_floor_shrinks_with_rounds():
+    """The floor is the spread of the control's median, not of single rounds: from the same
+    noise (log-normal, sigma 0.1) it is narrower with 200 rounds than with 9, and below the
+    largest single-round deviation."""
+    rng = np.random.default_rng(0)
+    few, many = rng.lognormal(0, 0.1, 9), rng.lognormal(0, 0.1, 200)
+    floor_few, _ = timing.noise_floor(few)
+    floor_many, _ = timing.noise_floor(many)
+    assert floor_many < floor_few <= np.max(np.abs(np.log(few)))
+    assert floor_many < 0.1 * 4 / np.sqrt(200)
 
 
 # ----------------------------------------------------------------------------- learning

@@ -238,7 +238,8 @@ def nystrom_matches_exact(cfg, fixed, timing) -> Claim:
         lambda m: close(m) and claim(m)["cpu_time_ratio_interval"][1] < 1.0,
         "|mean Nyström regret / mean exact regret − 1| ≤ 0.10 (claim sampler, m = smallest grid value ≥ √T) "
         "AND the CPU-time ratio Nyström / exact per round lies below 1 beyond the noise floor "
-        "(interquartile range over interleaved rounds, widened by the control's spread)",
+        "(95% order-statistic interval of the median over interleaved rounds, widened by the "
+        "control's noise floor)",
         note="CPU time (time.process_time) of compiled runs, all seeds vmapped, in interleaved "
              "rounds with the exact learner timed against itself as the control (repro26.core.timing)",
         compared_with={"exact": "exact exponential weights (all |X| features)"},

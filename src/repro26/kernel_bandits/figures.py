@@ -116,8 +116,8 @@ def nystrom(run):
     learner against the number of inducing arms m (uniform and ridge-leverage-score sampling),
     with the exact learner (black line, 95% CI band) and ±10% of it (hatched); dotted: m = √T.
     Right: CPU time per round relative to the exact learner (median over interleaved rounds of
-    compiled runs, all seeds vmapped in one call; bars: the interquartile range of the per-round
-    ratios widened by the noise floor of the control, the exact learner timed against itself,
+    compiled runs, all seeds vmapped in one call; bars: the 95% interval of the median per-round
+    ratio widened by the noise floor of the control, the exact learner timed against itself,
     grey band) against m; the exact learner costs O(|X|³) per round, Nyström O(|X| m² + m³)."""
     cfg = run.cfg
     fixed = tables.read(run.input("fixed.csv"))

@@ -244,7 +244,7 @@ def speedup_claim(metrics, speed) -> Claim:
         {"by_dataset": per},
         lambda m: _combine(m["by_dataset"]) == "held",
         f"per dataset: CPU time per call of the event-based model / NAGNN's > {SEVERAL}, for a "
-        "training step and for an inference pass, the whole interquartile interval over "
+        "training step and for an inference pass, the whole 95% interval of the median over "
         f"interleaved rounds widened by the noise floor; not held when it lies below {SEVERAL}",
         "Overhead against GCN-GRU (nagnn_over_gcn_gru, the snapshot model without reservoirs) "
         "is reported, not judged: the abstract's 'minimal overhead' has no number.",

@@ -471,8 +471,8 @@ def overhead_claim(timing, table, loss_model, composites) -> Claim:
         lambda m: decide(m) == "held",
         "CPU time per training step (repro26.core.timing): MSE-only, SoftAdapt, GradNorm and "
         "MSE-only again as control, in interleaved rounds with rotated order; ratio to MSE-only "
-        "per round, interval = interquartile range of the ratios widened by the control's noise "
-        f"floor; held when the whole interval of SoftAdapt/MSE is below {OVERHEAD}, not held "
+        "per round, interval = 95% order-statistic interval of their median, widened by the "
+        f"control's noise floor; held when the whole interval of SoftAdapt/MSE is below {OVERHEAD}, not held "
         "when it is above, inconclusive otherwise",
         "GradNorm/MSE is a finding. SoftAdapt evaluates all four loss terms (H¹, interface, "
         "SSIM) in the one forward pass of its gradient, which MSE-only does not; its weights "
