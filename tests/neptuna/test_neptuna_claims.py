@@ -116,6 +116,18 @@ def test_consistency_claim_holds_fails_and_ties():
     assert claims.consistency_claim(tie, "unet").verdict == "inconclusive"
 
 
+def test_consistency_counts_cells_made_worse():
+    """One significant gain does not outweigh two significant losses: SoftAdapt improving one
+    cell and worsening two (net −1) loses to rivals that change nothing (net 0)."""
+    mixed = _loss_table(0, 0, gains={"softadapt": (0.1, -0.1, -0.1), "gradnorm": (0.0, 0.0, 0.0),
+                                     "equal": (0.0, 0.0, 0.0)})
+    c = claims.consistency_claim(mixed, "unet")
+    assert c.measured["improved_cells"]["softadapt"] == 1
+    assert c.measured["worsened_cells"]["softadapt"] == 2
+    assert c.measured["net_cells"] == {"softadapt": -1, "gradnorm": 0, "equal": 0}
+    assert c.verdict == "not held"
+
+
 def _timing(soft, grad, spread=0.005, floor=0.01, equal=1.15):
     """Timing-stage rows from a result in the form of repro26.core.timing.interleaved_cpu_times:
     ratios to MSE-only with interquartile ranges ± ``spread`` widened by the noise ``floor``."""

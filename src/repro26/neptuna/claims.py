@@ -363,9 +363,25 @@ def improved_counts(cells, names) -> dict:
             for n in names}
 
 
+def worsened_counts(cells, names) -> dict:
+    """Per loss: the cells made significantly worse than MSE-only (one-sided 95% upper bound of
+    the gain below 0)."""
+    return {n: sum(c["one_sided_hi"] < 0 for c in cells.values() if c["loss"] == n)
+            for n in names}
+
+
+def consistency_counts(cells, names) -> dict:
+    """Improved, worsened and net (improved − worsened) cells per loss: a weighting that helps
+    in one cell and hurts in four is not a consistent improvement."""
+    up, down = improved_counts(cells, names), worsened_counts(cells, names)
+    return {"improved_cells": up, "worsened_cells": down,
+            "net_cells": {n: up[n] - down[n] for n in names}}
+
+
 def consistency_claim(table, loss_model, budget=None) -> Claim:
     """SoftAdapt against GradNorm and the fixed equal-weight composite of the same four terms:
-    the number of (dataset, metric) cells it improves significantly over MSE-only."""
+    the number of (dataset, metric) cells it improves significantly over MSE-only, less the
+    number it makes significantly worse."""
     names = ("softadapt", *ADAPTIVE_RIVALS)
     cells = paired_cells(table, loss_model, names, CONSISTENCY_METRICS)
     zero = paired_cells(table, loss_model, names, CONSISTENCY_METRICS, reference_only=True)
@@ -374,24 +390,24 @@ def consistency_claim(table, loss_model, budget=None) -> Claim:
     gains = {n: {k.rsplit("/", 2)[0] + "/" + c["metric"]: c["mean_gain"]
                  for k, c in cells.items() if c["loss"] == n} for n in names}
     exact = with_exact(table, loss_model, ("softadapt",))
-    ideal = None if exact is None else {"improved_cells": improved_counts(
-        paired_cells(exact, loss_model, names, CONSISTENCY_METRICS), names)}
-    measured = {"improved_cells": improved_counts(cells, names),
+    ideal = None if exact is None else consistency_counts(
+        paired_cells(exact, loss_model, names, CONSISTENCY_METRICS), names)
+    measured = {**consistency_counts(cells, names),
                 "gated_cells_per_loss": sum(c["loss"] == "softadapt" for c in cells.values()),
                 "mean_gain": gains, "cells": cells}
 
     def best(m):
-        counts = m["improved_cells"]
-        return counts["softadapt"] > max(counts[r] for r in ADAPTIVE_RIVALS)
+        net = m["net_cells"]
+        return net["softadapt"] > max(net[r] for r in ADAPTIVE_RIVALS)
 
     def undecided(m):
-        counts = m["improved_cells"]
+        net = m["net_cells"]
         if m["gated_cells_per_loss"] == 0:
             return "MSE-only beats the trivial baseline on no (dataset, metric) cell"
-        if max(counts.values()) == 0:
-            return "no weighting improves any cell significantly (nothing to be consistent in)"
-        if counts["softadapt"] == max(counts[r] for r in ADAPTIVE_RIVALS):
-            return "SoftAdapt ties with the best rival in significant cells"
+        if max(m["improved_cells"].values()) == 0 and max(m["worsened_cells"].values()) == 0:
+            return "no weighting changes any cell significantly (nothing to be consistent in)"
+        if net["softadapt"] == max(net[r] for r in ADAPTIVE_RIVALS):
+            return "SoftAdapt ties with the best rival in net significant cells"
         return None
 
     return Claim.check(
@@ -404,18 +420,19 @@ def consistency_claim(table, loss_model, budget=None) -> Claim:
         best,
         f"on {loss_model}, cells = dataset × metric ({', '.join(CONSISTENCY_METRICS)}) where "
         "MSE-only beats the better trivial baseline on that metric; a cell counts for a loss when "
-        "its paired gain over MSE-only has one-sided 95% lower bound > 0; held when SoftAdapt "
-        "improves more cells than GradNorm and than the fixed equal-weight composite of the same "
-        "four terms; not held when fewer; inconclusive on a tie or when nothing improves",
+        "its paired gain over MSE-only has one-sided 95% lower bound > 0, and against it when the "
+        "upper bound is < 0; net = improved − worsened cells; held when SoftAdapt's net exceeds "
+        "GradNorm's and that of the fixed equal-weight composite of the same four terms; not held "
+        "when lower; inconclusive on a tie or when no cell changes significantly",
         "softadapt = normalised slopes with temperature softadapt_beta, weights updated every "
         "softadapt_every steps; mean_gain per cell is a finding.",
         compared_with={"trivial": "MSE-only in every weighting's place (zero gain)",
                        "rivals": "GradNorm; fixed equal weights of the same four terms"},
         inconclusive_if=undecided,
         min_detectable_effect=max(halves, default=float("nan")),
-        effect="a paired gain over MSE-only with one-sided 95% lower bound > 0, in more cells "
-               "than either rival",
-        trivial={"improved_cells": improved_counts(zero, names)},
+        effect="more cells significantly improved over MSE-only, less cells significantly "
+               "worsened, than either rival",
+        trivial=consistency_counts(zero, names),
         trivial_note="MSE-only in every weighting's place (no cell improves)",
         ideal=ideal,
         ideal_note=("SoftAdapt replaced by the exact next frames (the minimiser of every term), "
