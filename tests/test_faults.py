@@ -65,6 +65,10 @@ def _tables(folder: Path) -> dict[str, Path]:
                             "variant": "task=linear_balanced_4"}):
             io.write_npz(folder / "nbffg" / "ctmc_random_4" / f"seed{seed}.npz", parent=np.zeros(3))
         io.write_npz(folder / "nbffg" / "linear_balanced_4" / f"seed{seed}.npz", parent=np.zeros(3))
+    paths["bipartite.npz"] = folder / "nagnn" / "bipartite.npz"
+    with jobs.job("t", {"method": "nagnn", "stage": "data", "scale": "smoke",
+                        "variant": "dataset=bipartite"}):
+        io.write_npz(paths["bipartite.npz"], src=np.zeros(3))
     paths["personas.npz"] = folder / "personas.npz"
     io.write_npz(paths["personas.npz"], x=np.zeros(2))
     paths["policy.ckpt"] = folder / "policy.ckpt"
@@ -205,6 +209,11 @@ CASES = [
      "written as model=ref; this stage reads it as model=rl_kl"),
     ("data_of_another_task", lambda t, p: _nbffg_inputs(t, "ctmc_random_4"),
      "written for task=linear_balanced_4; this job is task=ctmc_random_4"),
+    ("data_of_another_dataset", lambda t, p: ["nagnn", "train", "--variant",
+                                              "model=nagnn,dataset=dsbm", "--scale", "smoke",
+                                              "--input", str(p["bipartite.npz"]),
+                                              "--out", str(t / "runs" / "dsbm" / "nagnn.eqx")],
+     "written for dataset=bipartite; this job is dataset=dsbm"),
     ("data_without_its_arrays", lambda t, p: _nbffg_inputs(t, "linear_balanced_4"),
      "not an nbffg task's data (no length, truth, obs, observed)"),
     ("report_out_is_a_folder", lambda t, p: ["report", "--scale", "smoke", "--out", str(t)],

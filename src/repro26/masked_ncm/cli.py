@@ -109,8 +109,8 @@ def data_stage(run: Run) -> None:
     io.write_json(run.out, {"graph": graph, "instances": instances, "meta": run.meta()})
 
 
-@stage({"graph": str}, reads=("seeds", "num_nodes", "iv", "restarts", "batch_multiple", "card",
-                             "optim", "model"))
+@stage({"graph": str}, matches=("graph",),
+       reads=("seeds", "num_nodes", "iv", "restarts", "batch_multiple", "card", "optim", "model"))
 def train_stage(run: Run) -> None:
     """Every bound problem of one dataset (--input data/<graph>.json), in one compiled loop."""
     import jax

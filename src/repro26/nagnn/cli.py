@@ -160,7 +160,7 @@ def data_stage(run: Run) -> None:
     io.write_npz(run.out, compressed=True, **{k: np.stack([p[k] for p in parts]) for k in parts[0]})
 
 
-@stage({"model": str, "dataset": str})
+@stage({"model": str, "dataset": str}, matches=("dataset",))
 def train_stage(run: Run) -> None:
     """One learned model on one dataset, every seed at once; writes the models, the loss curve
     (``<model>.csv``, about 100 steps with their learning rate) and one row per seed of the
@@ -196,7 +196,7 @@ def train_stage(run: Run) -> None:
          "plateau_tol": cfg.plateau_tol} for i, seed in enumerate(cfg.seeds)], run.meta())
 
 
-@stage({"model": str, "dataset": str})
+@stage({"model": str, "dataset": str}, matches=("dataset",))
 def evaluate_stage(run: Run) -> None:
     """AP, AUROC (random/historical/inductive negatives) and MRR on the test snapshots of one
     learned model, or of every heuristic and, on a generated stream, of the ideal scorer (the
@@ -229,7 +229,7 @@ def evaluate_stage(run: Run) -> None:
     io.write_table(run.out, rows, run.meta())
 
 
-@stage({"dataset": str})
+@stage({"dataset": str}, matches=("dataset",))
 def speed_stage(run: Run) -> None:
     """Training/inference CPU time (interleaved rounds, one process) and peak memory of every
     learned model."""

@@ -144,7 +144,7 @@ def partner_pool(cfg: Config, game, kind: str, run: Run):
     return load_agents(next(iter(paths.values())), cfg, game) if paths else None
 
 
-@stage({"layout": str, "kind": str})
+@stage({"layout": str, "kind": str}, matches=("layout",))
 def train_stage(run: Run) -> None:
     """Train one kind of agent on one layout, every seed at once -> agents (.npz) + curve (.csv)."""
     from repro26.nestrl import env, train
@@ -160,7 +160,7 @@ def train_stage(run: Run) -> None:
     train.save_agents(out, agents, snaps)
 
 
-@stage({"layout": str})
+@stage({"layout": str}, matches=("layout",))
 def evaluate_stage(run: Run) -> None:
     """Every ego with every partner on one layout -> ``pairs_<layout>.csv``."""
     import jax
