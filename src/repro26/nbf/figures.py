@@ -9,17 +9,17 @@ from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
 
-STYLE = {  # filter -> (label, colour, line style)
-    "nbf": ("NBF (ours)", "C3", "-"),
-    "pf": ("bootstrap PF, N", "C0", "-"),
-    "pf_10n": ("bootstrap PF, 10N", "C0", "--"),
-    "gaussian": ("Gaussian (unimodal)", "C2", "-"),
-    "gmm": ("Gaussian mixture", "C4", "-"),
-    "prior_only": ("prior only (trivial)", "0.5", ":"),
-    "last_seen": ("last seen (trivial)", "0.3", "-."),
-    "exact_n": ("N exact samples (floor)", "k", ":"),
-    "regen": ("GDE regenerating N exact samples", "C3", ":"),
-    "regen_ideal": ("ideal N-point regenerator", "C1", ":"),
+STYLE = {  # filter -> (label, colour, line style, marker): every series its own colour and marker
+    "nbf": ("NBF (ours)", "C3", "-", "o"),
+    "pf": ("bootstrap PF, N", "C0", "-", "s"),
+    "pf_10n": ("bootstrap PF, 10N", "C9", "--", "D"),
+    "gaussian": ("Gaussian (unimodal)", "C2", "-", "^"),
+    "gmm": ("Gaussian mixture", "C4", "-", "v"),
+    "prior_only": ("prior only (trivial)", "C7", ":", "x"),
+    "last_seen": ("last seen (trivial)", "C5", "-.", "+"),
+    "exact_n": ("N exact samples (floor)", "k", ":", "*"),
+    "regen": ("GDE regenerating N exact samples", "C6", ":", "P"),
+    "regen_ideal": ("ideal N-point regenerator", "C1", ":", "X"),
 }
 
 
@@ -33,9 +33,9 @@ POSITIVE = ("sinkhorn", "seconds_per_step")  # drawn on log axes: bands on the l
 def _lines(ax, table, value, by, filters, **cond):
     for filt in filters:
         xs, ys = tables.pivot(table, value, by=by, filter=filt, **cond)
-        label, colour, ls = STYLE[filt]
+        label, colour, ls, marker = STYLE[filt]
         plotting.line_with_ci(ax, xs, ys, label=label, positive=value in POSITIVE, color=colour,
-                              linestyle=ls, marker=".")
+                              linestyle=ls, marker=marker, markersize=4)
 
 
 @figure("tables/steps.csv")
