@@ -317,6 +317,58 @@ def test_matching_is_used_where_a_guide_part_reads_the_stage():
     assert [train.consumer_is_guide(j, (0, 1, 2), 3) for j in range(3)] == [False, False, True]
 
 
+def test_an_untrained_guide_is_aligned_by_similarity_alone():
+    """Towards a trained guide, stage j is output-matched where a guide part reads it and
+    CKA-aligned elsewhere; towards an untrained guide (a random function, nothing to preserve)
+    every aligned stage is CKA-aligned, and the loss has no output-matching term: its value is
+    CE + lambda sum (1 - CKA), computed here by hand."""
+    from types import SimpleNamespace
+
+    assert train.alignment_split("not", (0, 1), (0, 1), 3) == ((1,), (0,))
+    assert train.alignment_split("not_mnn", (0,), (0,), 3) == ((0,), ())
+    for aligned in ((0,), (0, 1), (0, 1, 2)):
+        assert train.alignment_split("not_untrained", aligned, aligned, 3) == ((), aligned)
+    cfg = SimpleNamespace(match_weight=1.0, align_weight=0.5, mnn_tau=0.1)
+    cnn, mlp = _image_pair()
+    hybrid = M.swap(cnn, 0, mlp)
+    x, y = jax.random.uniform(KEY, (6, CANVAS, CANVAS)), jnp.arange(6) % 3
+    _, trained = train.make_loss(cfg, "not", (0,), (0,), 3)(hybrid, x, y, cnn)
+    total, untrained = train.make_loss(cfg, "not_untrained", (0,), (0,), 3)(hybrid, x, y, cnn)
+    assert set(trained) == {"ce", "match"} and set(untrained) == {"ce", "align"}
+    h, g = jax.vmap(hybrid.features)(x)[0], jax.vmap(cnn.features)(x)[0]
+    cka = losses.linear_cka(h.reshape(6, -1), g.reshape(6, -1))
+    ce = losses.cross_entropy(jax.vmap(hybrid)(x), y)
+    assert float(total) == pytest.approx(float(ce + 0.5 * (1 - cka)), rel=1e-5)
+
+
+def test_kd_fmse_and_mnn_conversion_losses_are_their_closed_forms():
+    """The distillation, FitNets and mutual-NN conversion losses, written out by hand (these
+    models share their training path with scratch / NoT, which the smoke run covers)."""
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(match_weight=1.0, align_weight=0.5, mnn_tau=0.1, kd_temperature=2.0,
+                          kd_weight=0.25, fmse_weight=0.1)
+    cnn, mlp = _image_pair()
+    x, y = jax.random.uniform(KEY, (6, CANVAS, CANVAS)), jnp.arange(6) % 3
+    ce = lambda net: losses.cross_entropy(jax.vmap(net)(x), y)  # noqa: E731
+    rows = lambda hs: [h.reshape(6, -1) for h in hs]  # noqa: E731
+    total, terms = train.make_loss(cfg, "kd", ())(mlp, x, y, cnn)
+    kd = losses.distillation_kl(jax.vmap(mlp)(x), jax.vmap(cnn)(x), 2.0)
+    assert set(terms) == {"ce", "kd"}
+    assert float(total) == pytest.approx(float(0.75 * ce(mlp) + 0.25 * kd), rel=1e-5)
+    total, terms = train.make_loss(cfg, "fmse", (0, 1, 2))(mlp, x, y, cnn)
+    pairs = list(zip(rows(jax.vmap(mlp.features)(x)), rows(jax.vmap(cnn.features)(x))))
+    fm = sum(np.mean(np.sum((np.asarray(h) - np.asarray(g)) ** 2, 1)) for h, g in pairs)
+    assert set(terms) == {"ce", "feature_mse"}
+    assert float(total) == pytest.approx(float(ce(mlp) + 0.1 * fm), rel=1e-5)
+    hybrid = M.swap_all(cnn, (0, 1), mlp)  # stage 0 is read by a target part: similarity
+    total, terms = train.make_loss(cfg, "not_mnn", (0,), (0, 1), 3)(hybrid, x, y, cnn)
+    h, g = rows(jax.vmap(hybrid.features)(x))[0], rows(jax.vmap(cnn.features)(x))[0]
+    assert set(terms) == {"ce", "align"}
+    expected = ce(hybrid) + 0.5 * (1 - losses.soft_mutual_nn(h, g, 0.1))
+    assert float(total) == pytest.approx(float(expected), rel=1e-5)
+
+
 def test_one_replacement_of_a_trained_guide_keeps_its_accuracy():
     """A tiny CNN trained on glyph digits; its first stage replaced by a fresh MLP stage and the
     hybrid trained on CE + output matching: test accuracy stays within a few points."""

@@ -32,7 +32,9 @@ units (a convolution channel c at pixel (i, j), attention fixed residual coordin
 the activations themselves will do, and they are matched (:func:`losses.output_match`). S holds
 the stages read by a target part (a dense layer, a recurrence), which can absorb any rotation and
 scaling of its input: there representational similarity (linear CKA, which is invariant to just
-those) is the alignment, and the exact layout is left free. The whole hybrid is trained (new
+those) is the alignment, and the exact layout is left free. An untrained guide's function is a random
+map, not one to preserve: its conversion (``not_untrained``) aligns every stage by similarity
+alone (:func:`alignment_split`). The whole hybrid is trained (new
 parts and the guide parts still in it), so later guide parts adapt to the new ones.
 """
 
@@ -126,6 +128,22 @@ def consumer_is_guide(j: int, replaced: tuple[int, ...], n: int) -> bool:
     return j == n - 1 or (j + 1) not in replaced
 
 
+def alignment_split(model: str, aligned: tuple[int, ...], replaced: tuple[int, ...],
+                    n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(matched, similar)``: the aligned stages pulled to the guide's activations by output
+    matching, and those aligned by representational similarity. Output matching exists to hand a
+    guide part the exact activations it was trained to read, i.e. to keep the guide's *function*;
+    an untrained guide's function is a random map, and copying its outputs pulls the converted
+    network towards that random map against the task loss. So a conversion from an untrained guide
+    (``not_untrained``) aligns every stage by the representational similarity alone (the
+    abstract's alignment), whoever reads it; a trained guide's conversion matches outputs where a
+    guide part reads them (:func:`consumer_is_guide`) and uses similarity elsewhere."""
+    if model == "not_untrained":
+        return (), tuple(aligned)
+    matched = tuple(j for j in aligned if consumer_is_guide(j, replaced, n))
+    return matched, tuple(j for j in aligned if j not in matched)
+
+
 def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ...] = (),
               n: int = 0):
     """``loss(net, (x, y, guide)) -> (loss, terms)`` of ``model`` on a batch; ``aligned`` are the
@@ -133,10 +151,10 @@ def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ..
     modules (of ``n``). A conversion aligns stage j by output matching
     (:func:`losses.output_match`) where the part reading its output is a guide part, and by the
     representational similarity (CKA, or the soft mutual-NN score for ``not_mnn``) where it is a
-    target part (a dense layer or a recurrence, which can undo any rotation of its input)."""
+    target part (a dense layer or a recurrence, which can undo any rotation of its input);
+    towards an untrained guide, by the similarity alone (:func:`alignment_split`)."""
     metric = "mnn" if model == "not_mnn" else "cka"
-    matched = tuple(j for j in aligned if consumer_is_guide(j, replaced, n))
-    similar = tuple(j for j in aligned if j not in matched)
+    matched, similar = alignment_split(model, aligned, replaced, n)
 
     def loss(net, x, y, guide):
         logits = jax.vmap(net)(x)
@@ -239,10 +257,15 @@ def _eval_stacked(net, x, y):
     return eqx.filter_vmap(_eval_one, in_axes=(eqx.if_array(0), None, None))(net, x, y)
 
 
-def evaluate(net: M.Network, task: Task) -> dict[str, np.ndarray]:
-    """Per-seed test metrics: ``nll`` (nats per label), ``accuracy`` and, for text, perplexity
-    ``exp(nll)`` per character; the test set goes through in batches of ``EVAL_BATCH``."""
-    nll, acc = _eval_stacked(net, jnp.asarray(task.x_test), jnp.asarray(task.y_test))
+def evaluate(net: M.Network, task: Task, split: str = "test") -> dict[str, np.ndarray]:
+    """Per-seed metrics: ``nll`` (nats per label), ``accuracy`` and, for text, perplexity
+    ``exp(nll)`` per character, on the test set or (``split="train"``) on the first as many
+    training inputs, unshifted; inputs go through in batches of ``EVAL_BATCH``."""
+    if split == "test":
+        x, y = task.x_test, task.y_test
+    else:
+        x, y = task.x_train[: len(task.x_test)], task.y_train[: len(task.x_test)]
+    nll, acc = _eval_stacked(net, jnp.asarray(x), jnp.asarray(y))
     out = {"nll": np.asarray(nll), "accuracy": np.asarray(acc)}
     out["perplexity"] = np.exp(out["nll"])
     return out
@@ -278,7 +301,7 @@ def layer_cka(net: M.Network, guide: M.Network, task: Task, n: int) -> np.ndarra
 def train_model(cfg, task: Task, model: str, guide: M.Network | None, out: Path,
                 progress: bool) -> tuple[M.Network, list[dict]]:
     """Train ``model`` for every seed; returns the stacked final network and the rows of the
-    "ship" curve (test metrics after every stage; one stage for non-conversions)."""
+    "ship" curve (test and train metrics after every stage; one stage for non-conversions)."""
     seeds, tc = cfg.seeds, task.train_cfg
     K = n_parts(task)
     budget = K * tc.stage_steps
@@ -287,6 +310,9 @@ def train_model(cfg, task: Task, model: str, guide: M.Network | None, out: Path,
 
     def record(net, stage, steps, parts):
         metrics = evaluate(net, task)
+        # the same metrics on training inputs: tells a stage that does not fit its training data
+        # from one that fits it and does not generalise
+        metrics.update({f"train_{k}": v for k, v in evaluate(net, task, "train").items()})
         cka = (layer_cka(net, guide, task, cfg.cka_samples) if guide is not None and parts
                else None)
         for i, seed in enumerate(seeds):
