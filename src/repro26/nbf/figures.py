@@ -109,7 +109,7 @@ def error_vs_n(run):
     seeds (on the log scale)."""
     table = tables.read(run.input("filtering.csv"))
     cond = dict(evaders=1, dynamics=run.cfg.held_in)
-    fig, axes = plotting.subplots(1, 2, width=3.8, height=3.0)
+    fig, axes = plotting.subplots(1, 2, width=3.8, height=3.0, gridspec_kw={"wspace": 0.35})
     _lines(axes[0][0], table, "sinkhorn", "particles", _present(table, **cond), **cond)
     axes[0][0].set(xlabel="particles N", ylabel="Sinkhorn divergence", xscale="log",
                    yscale="log")
@@ -122,7 +122,9 @@ def error_vs_n(run):
         ax.set_xticks(run.cfg.particle_grid)
         plotting.plain_log_ticks(ax.xaxis)
         ax.tick_params(axis="x", which="minor", labelbottom=False)
-    axes[0][0].legend(fontsize=6)
+    # below both panels: inside the left one it hid the curves
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=6,
+               bbox_to_anchor=(0.5, -0.07))
     return fig
 
 
