@@ -41,6 +41,7 @@ class Config:
     clip_norm: Positive  # gradient clipping, global norm
     plateau_tol: OpenUnit  # plateau rule (train.plateau): last-window change < tol x total drop
     chunk_size: Count
+    remat: bool  # checkpoint the stream's scan in blocks (model.scan_steps): memory for paper
     mrr_negatives: Count
     timing_rounds: Count  # interleaved CPU-time rounds (repro26.core.timing), at least 3
     # dsbm generator

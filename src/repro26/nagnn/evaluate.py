@@ -168,7 +168,7 @@ def speed_rows(cfg, dataset: str, stream: Stream, dst_pool) -> list[dict]:
 
     @eqx.filter_jit
     def train_step(model, opt_state, data, key):
-        grads = eqx.filter_grad(lambda m: link_loss(m, data, key)[0])(model)
+        grads = eqx.filter_grad(lambda m: link_loss(m, data, key, cfg.remat)[0])(model)
         updates, opt_state = opt.update(grads, opt_state, eqx.filter(model, eqx.is_inexact_array))
         return eqx.apply_updates(model, updates), opt_state
 

@@ -28,11 +28,12 @@ def training_queries(stream: Stream, dst_pool, key):
     return q_src, q_dst
 
 
-def link_loss(model, data, key):
-    """``data = (stream, dst_pool)`` restricted to the training snapshots."""
+def link_loss(model, data, key, remat: bool = False):
+    """``data = (stream, dst_pool)`` restricted to the training snapshots; ``remat``: the
+    stream's scan checkpointed in blocks (``model.scan_steps``)."""
     stream, dst_pool = data
     q_src, q_dst = training_queries(stream, dst_pool, key)
-    logits = stream_scores(model, stream, q_src, q_dst)[1:]
+    logits = stream_scores(model, stream, q_src, q_dst, remat)[1:]
     labels = jnp.broadcast_to(jnp.array([1.0, 0.0]), logits.shape)
     loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
     accuracy = ((logits > 0) == (labels > 0)).mean()

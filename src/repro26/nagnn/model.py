@@ -298,9 +298,33 @@ def slot_occupancy(model: NAGNN, stream: Stream) -> tuple[Float[Array, " N"], Fl
     return used, seen.sum(1).astype(jnp.float32)
 
 
-def snapshot_scores(model: NAGNN, stream: Stream, q_src, q_dst) -> Float[Array, "T E M"]:
+def remat_block(n: int) -> int:
+    """The divisor of ``n`` nearest to ``sqrt(n)`` (ties: the smaller): the block length of
+    :func:`scan_steps`' checkpointing."""
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    return min(divisors, key=lambda d: (abs(d - n ** 0.5), d))
+
+
+def scan_steps(step, init, xs, remat: bool):
+    """``jax.lax.scan(step, init, xs)``; with ``remat``, the ``n`` steps run as blocks of
+    ``B = remat_block(n)`` under ``jax.checkpoint``, so reverse-mode keeps ``n / B`` carries
+    and one block's residuals instead of every step's (about ``sqrt(n)`` of each: a stream of
+    snapshots or events of the paper's length fits one accelerator). Same values and gradients;
+    the backward pass recomputes each block's forward once."""
+    if not remat:
+        return jax.lax.scan(step, init, xs)
+    n = jax.tree_util.tree_leaves(xs)[0].shape[0]
+    B = remat_block(n)
+    blocks = jax.tree_util.tree_map(lambda a: a.reshape(n // B, B, *a.shape[1:]), xs)
+    carry, ys = jax.lax.scan(jax.checkpoint(lambda c, xb: jax.lax.scan(step, c, xb)), init,
+                             blocks)
+    return carry, jax.tree_util.tree_map(lambda a: a.reshape(n, *a.shape[2:]), ys)
+
+
+def snapshot_scores(model: NAGNN, stream: Stream, q_src, q_dst,
+                    remat: bool = False) -> Float[Array, "T E M"]:
     """Queries of snapshot t scored from the state after snapshots < t; one scan step per
-    snapshot."""
+    snapshot (checkpointed in blocks with ``remat``: :func:`scan_steps`)."""
     N = stream.x.shape[0]
     shape = q_src.shape[1:]
 
@@ -309,7 +333,8 @@ def snapshot_scores(model: NAGNN, stream: Stream, q_src, q_dst) -> Float[Array, 
         s = model.score(state, stream.x, qs.reshape(-1), qd.reshape(-1)).reshape(shape)
         return model.update(state, stream.x, src, dst), s
 
-    _, scores = jax.lax.scan(step, model.init_state(N), (stream.src, stream.dst, q_src, q_dst))
+    _, scores = scan_steps(step, model.init_state(N), (stream.src, stream.dst, q_src, q_dst),
+                           remat)
     return scores
 
 
@@ -420,9 +445,10 @@ class EventMemory(eqx.Module):
         return self.dec(eu, ev, degree[u], degree[v], pair)
 
 
-def event_scores(model: EventMemory, stream: Stream, q_src, q_dst) -> Float[Array, "T E M"]:
+def event_scores(model: EventMemory, stream: Stream, q_src, q_dst,
+                 remat: bool = False) -> Float[Array, "T E M"]:
     """Queries of event e scored from the memory after every earlier event; one scan step per
-    event (T * E sequential steps)."""
+    event (T * E sequential steps; checkpointed in blocks with ``remat``: :func:`scan_steps`)."""
     T, E, M = q_src.shape
     N = stream.x.shape[0]
 
@@ -432,8 +458,9 @@ def event_scores(model: EventMemory, stream: Stream, q_src, q_dst) -> Float[Arra
         return model.update(state, stream.x, t, u, v), s
 
     flat = lambda a: a.reshape(T * E, *a.shape[2:])
-    _, scores = jax.lax.scan(step, model.init_state(N),
-                             tuple(map(flat, (stream.src, stream.dst, stream.time, q_src, q_dst))))
+    _, scores = scan_steps(step, model.init_state(N),
+                           tuple(map(flat, (stream.src, stream.dst, stream.time, q_src, q_dst))),
+                           remat)
     return scores.reshape(T, E, M)
 
 
@@ -451,11 +478,11 @@ def build(name: str, n_nodes: int, feature_dim: int, hidden: int, n_tables: int,
     raise ValueError(f"unknown learned model {name!r}; one of {LEARNED}")
 
 
-def stream_scores(model, stream: Stream, q_src, q_dst):
+def stream_scores(model, stream: Stream, q_src, q_dst, remat: bool = False):
     """Logits of every query, by the model's own protocol (snapshot or event)."""
     if isinstance(model, NAGNN):
-        return snapshot_scores(model, stream, q_src, q_dst)
-    return event_scores(model, stream, q_src, q_dst)
+        return snapshot_scores(model, stream, q_src, q_dst, remat)
+    return event_scores(model, stream, q_src, q_dst, remat)
 
 
 def heuristic_scores(name: str, stream: Stream, q_src, q_dst) -> Float[Array, "T E M"]:

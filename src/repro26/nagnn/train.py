@@ -88,10 +88,11 @@ def plateau(loss: np.ndarray, tol: float, window: float = PLATEAU_WINDOW) -> dic
 
 
 @functools.lru_cache(maxsize=None)
-def seed_step(lr: float, steps: int, warmup_frac: float, clip_norm: float):
+def seed_step(lr: float, steps: int, warmup_frac: float, clip_norm: float, remat: bool = False):
     """Optimiser step of ``link_loss`` vmapped over seeds (one key per seed). Cached per
     schedule, so ``run_loop`` reuses its compiled chunk."""
-    step = optax_step(link_loss, _optimizer(lr, steps, warmup_frac, clip_norm))
+    step = optax_step(functools.partial(link_loss, remat=remat),
+                      _optimizer(lr, steps, warmup_frac, clip_norm))
 
     def step_all(state, data, key):
         keys = jax.random.split(key, jax.tree_util.tree_leaves(data)[0].shape[0])
@@ -109,7 +110,7 @@ def fit(cfg, name: str, stream: Stream, dst_pool, checkpoint: Path, progress: bo
     state = eqx.filter_vmap(lambda m: init_train_state(m, opt))(model)
     train = Stream(*(a[:, : cfg.n_train_snapshots] for a in stream[:3]), stream.x)
     chunk = min(cfg.chunk_size, cfg.train_steps)
-    step = seed_step(cfg.lr, cfg.train_steps, cfg.warmup_frac, cfg.clip_norm)
+    step = seed_step(cfg.lr, cfg.train_steps, cfg.warmup_frac, cfg.clip_norm, cfg.remat)
     state, history = run_loop(step, state, (train, dst_pool),
                               key=jax.random.PRNGKey(cfg.seeds[0]), num_steps=cfg.train_steps,
                               chunk_size=chunk, checkpoint_path=checkpoint,
