@@ -85,3 +85,22 @@ class SmokeStages:
 def smoke_stages():
     """``smoke_stages("poll")``: a :class:`SmokeStages` runner for one method."""
     return SmokeStages
+
+
+#: The tests that run one method's whole `smoke` pipeline in this process.
+END_TO_END_TESTS = ("test_smoke_end_to_end", "test_smoke_pipeline_end_to_end",
+                    "test_all_stages_end_to_end")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Where CI has already run every method's `smoke` pipeline through Snakemake, each method's
+    in-process end-to-end test would run the same stages a second time: it is skipped, and
+    tests/test_smoke_tree.py checks that pipeline's outputs instead."""
+    tree = os.environ.get("REPRO26_SMOKE_TREE")
+    if not tree:
+        return
+    skip = pytest.mark.skip(reason=f"the smoke pipeline ran this method end to end in {tree}; "
+                                   "tests/test_smoke_tree.py checks its outputs")
+    for item in items:
+        if item.originalname in END_TO_END_TESTS and item.path.parent.parent == REPO / "tests":
+            item.add_marker(skip)
