@@ -85,6 +85,15 @@ def test_a_job_that_outgrows_the_probes_memory_limit_fails_on_its_allocation_and
     assert [rule for rule, _ in outcome.refused] == ["m_data"] and not outcome.failed
 
 
+def test_a_job_stopped_by_the_time_limit_is_not_a_failure(tmp_path):
+    log = tmp_path / "eval.log"
+    log.write_text("Traceback (most recent call last):\n  ...\nKeyboardInterrupt\n")
+    text = f"total 2\n1 of 2 steps (50%) done\nError in rule m_evaluate:\n    log: {log}\n"
+    stopped = parse_log("m", text, root=tmp_path, interrupted=True)
+    assert not stopped.failed and stopped.status == "stopped at the time limit"
+    assert parse_log("m", text, root=tmp_path).failed == [("m_evaluate", "KeyboardInterrupt")]
+
+
 def test_a_run_with_nothing_left_is_up_to_date_and_one_that_never_planned_fails():
     assert parse_log("m", "Building DAG of jobs...\nNothing to be done (all requested files are "
                           "present and up to date).\n").status == "every job had run before"

@@ -75,12 +75,14 @@ def _last_line(path: Path) -> str:
     return lines[-1][:240] if lines else "(empty log)"
 
 
-def parse_log(method: str, log_text: str, root: Path = Path(".")) -> Outcome:
+def parse_log(method: str, log_text: str, root: Path = Path("."),
+              interrupted: bool = False) -> Outcome:
     """The outcome of one ``snakemake --keep-going`` run from its own output: planned jobs (the
     first job-stats total), finished jobs (the last "k of n steps" line), and for each "Error in
     rule" the rule's log: a memory refusal if it says "needs about N GB of memory", else a
-    failure with the log's last line."""
-    outcome = Outcome(method)
+    failure with the log's last line. With ``interrupted`` (the probe sent SIGINT at its time
+    limit) a job whose log ends in ``KeyboardInterrupt`` was stopped, not failed."""
+    outcome = Outcome(method, stopped=interrupted)
     rule = None
     for line in log_text.splitlines():
         if not outcome.planned and (m := _TOTAL.match(line.strip())):
@@ -95,6 +97,8 @@ def parse_log(method: str, log_text: str, root: Path = Path(".")) -> Outcome:
             refusal = next((ln for ln in text.splitlines() if _MEMORY.search(ln)), None)
             if refusal is not None:
                 outcome.refused.append((rule, refusal.strip()[:240]))
+            elif interrupted and _last_line(log_path).startswith("KeyboardInterrupt"):
+                pass
             else:
                 outcome.failed.append((rule, _last_line(log_path)))
             rule = None
@@ -149,8 +153,7 @@ def run_method(method: str, cores: int, time_limit: float | None,
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     end = os.times()
-    outcome = parse_log(method, log_path.read_text(errors="replace"))
-    outcome.stopped = stopped
+    outcome = parse_log(method, log_path.read_text(errors="replace"), interrupted=stopped)
     capped_here = memory_limit is not None and shutil.which("prlimit") is not None
     outcome.memory_limit_gb = round(memory_limit / memory.GB, 1) if capped_here else None
     outcome.cpu_seconds = (end.children_user - start.children_user
