@@ -298,6 +298,9 @@ def finetune_stage(run: Run) -> None:
     _rollout_rows(run, (ds, FOUNDATION, "mse"), states, norm, te, mats, dx, history)
 
 
+TAIL = 0.25  # tail_gain: the validation curve's fall over the last quarter of training
+
+
 @stage()
 def evaluate_stage(run: Run) -> None:
     """Gather the runs into metrics.csv, rollout.csv, weights.csv, with the trivial baselines
@@ -321,7 +324,7 @@ def evaluate_stage(run: Run) -> None:
             summary = evaluate.summarise({k: np.asarray(v) for k, v in per[b].items()})
             for seed in cfg.seeds:  # deterministic: the same value for every seed
                 metrics.append({"dataset": ds, "model": b, "loss": "-", "seed": seed, **summary,
-                                "plateau_gain": 0.0})  # nothing to train
+                                "plateau_gain": 0.0, "tail_gain": 0.0})  # nothing to train
             curve = np.nanmean(np.asarray(per[b]["nrmse"]), axis=0)
             rollout += [{"dataset": ds, "model": b, "loss": "-", "seed": cfg.seeds[0],
                          "step": k + 1, "nrmse": float(v)} for k, v in enumerate(curve)]
@@ -329,12 +332,16 @@ def evaluate_stage(run: Run) -> None:
                                     train.exact_metrics(te, mats, norm.std, dx).items()})
         for seed in cfg.seeds:  # the ideal row of the loss claims (model "exact")
             metrics.append({"dataset": ds, "model": evaluate.EXACT, "loss": "-", "seed": seed,
-                            **exact, "plateau_gain": 0.0})
+                            **exact, "plateau_gain": 0.0, "tail_gain": 0.0})
     for path in csvs:
         table = io.read_table(path)
         rows = [dict(zip(table, vals)) for vals in zip(*table.values())]
-        metrics += rows
         arrays = io.read_npz(path.with_suffix(".npz"))
+        # the last quarter's fall of each seed's validation curve (rows are in cfg.seeds order)
+        tail = train.curve_fall(arrays["val_steps"], arrays["val"], TAIL)
+        for i, row in enumerate(rows):
+            row["tail_gain"] = float(tail[i])
+        metrics += rows
         ds, m, loss = rows[0]["dataset"], rows[0]["model"], rows[0]["loss"]
         for i, seed in enumerate(cfg.seeds):
             rollout += [{"dataset": ds, "model": m, "loss": loss, "seed": seed, "step": k + 1,
