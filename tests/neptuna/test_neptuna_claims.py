@@ -191,3 +191,25 @@ def test_loss_claims_ideal_row_is_the_exact_frames():
     assert k.ideal_passes is True and k.ideal["improved_cells"]["softadapt"] == 3
     assert k.ideal["improved_cells"]["gradnorm"] == 0
     assert claims.composite_claim(t, "unet", COMPS).ideal is None
+
+
+def test_curve_fall_is_the_relative_drop_over_the_tail():
+    from repro26.neptuna import train
+
+    steps = np.asarray([25, 50, 75, 100])
+    val = np.asarray([[4.0, 8.0], [2.0, 8.0], [1.0, 8.0], [0.5, 8.0]])  # seed 1 flat
+    np.testing.assert_allclose(train.curve_fall(steps, val, 0.5), [0.75, 0.0])
+    np.testing.assert_allclose(train.curve_fall(steps, val, 0.25), [0.5, 0.0])
+    history = {"val": np.concatenate([np.full((24, 2), -1.0), val[:1], np.full((24, 2), -1.0),
+                                      val[1:2], np.full((24, 2), -1.0), val[2:3],
+                                      np.full((24, 2), -1.0), val[3:]])}
+    np.testing.assert_allclose(train.plateau_gain(history), [0.75, 0.0])
+
+
+def test_falling_last_quarter_reads_tail_gain_and_tolerates_old_tables():
+    table = _table({("bubble", "unet", "mse"): {"plateau_gain": 0.4},
+                    ("bubble", "fno", "mse"): {"plateau_gain": 0.05}})
+    assert claims.not_plateaued(table, 0.1) == {"bubble/unet/mse": pytest.approx(0.4)}
+    assert claims.not_plateaued(table, 0.1, "tail_gain") == {}  # no such column
+    table["tail_gain"] = np.where(table["model"] == "fno", 0.2, 0.01)
+    assert claims.not_plateaued(table, 0.1, "tail_gain") == {"bubble/fno/mse": pytest.approx(0.2)}

@@ -61,6 +61,9 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     assert len(exact["nrmse"]) == len(cfg.seeds)  # the ideal row: the true frames, perfect scores
     np.testing.assert_allclose(exact["nrmse"], 0.0, atol=1e-6)
     np.testing.assert_allclose(exact["iou"], 1.0)
+    # the last quarter's fall of each run's validation curve, 0 for the rows that do not train
+    assert np.all(np.isfinite(metrics["tail_gain"]))
+    assert np.all(metrics["tail_gain"][np.isin(metrics["model"], ["exact", "persistence"])] == 0)
     tables = [tmp_path / "tables" / f"{n}.csv" for n in
               ("validation", "sod_profile", "rollout", "metrics", "weights", "timing")]
     claims = run.figures_and_claims(tmp_path, [*tables, tmp_path / "data" / "bubble_snapshots.npz",

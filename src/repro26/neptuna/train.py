@@ -253,12 +253,19 @@ def validation_curve(history) -> tuple[np.ndarray, np.ndarray]:
     return done + 1, val[done]
 
 
+def curve_fall(steps, val, tail: float = 0.5) -> np.ndarray:
+    """Per seed: relative decrease of a validation curve over its last ``tail`` of the steps,
+    (v(T(1 − tail)) − v(T)) / v(T(1 − tail)), v(T(1 − tail)) the recorded point nearest that step.
+    ``steps`` (k,), ``val`` (k, seed)."""
+    steps, val = np.asarray(steps), np.asarray(val)
+    start = int(np.argmin(np.abs(steps - steps[-1] * (1.0 - tail))))
+    return (val[start] - val[-1]) / val[start]
+
+
 def plateau_gain(history) -> np.ndarray:
     """Per seed: relative decrease of the validation loss over the second half of training,
     (v(T/2) − v(T)) / v(T/2), v(T/2) the recorded point nearest the midpoint."""
-    steps, val = validation_curve(history)
-    mid = int(np.argmin(np.abs(steps - steps[-1] / 2)))
-    return (val[mid] - val[-1]) / val[mid]
+    return curve_fall(*validation_curve(history), 0.5)
 
 
 def rollout_seeds(states, norm, test_fields, mats, dx: float):
