@@ -322,3 +322,27 @@ def test_weight_average_follows_its_recurrence_and_forgets_the_start():
             assert d == pytest.approx(0.1)
     np.testing.assert_allclose(np.asarray(state.ema.weight), by_hand, rtol=1e-5, atol=1e-6)
     assert not np.allclose(np.asarray(state.ema.weight), np.asarray(model.weight))
+
+
+def test_wsd_schedule_and_its_half_run_branch():
+    """``wsd``: linear warm-up to ``lr``, constant, then linear to zero over the last ``decay``
+    steps; the schedule of a run of half the steps equals the full one up to its branch point
+    (``steps/2 - decay``), so the half run is the same stable phase plus its own decay."""
+    import dataclasses
+
+    from repro26.neural_ctmc.cli import TrainConfig
+    from repro26.neural_ctmc.train import make_schedule
+
+    tc = TrainConfig(steps=40, batch_size=4, warmup=4, chunk_size=5, checkpoint_every=5,
+                     lr=0.5, schedule="wsd", decay=8)
+    full, half = make_schedule(tc), make_schedule(tc, 20)
+    lr = np.array([float(full(k)) for k in range(41)])
+    np.testing.assert_allclose(lr[:5], 0.5 * np.arange(5) / 4, rtol=1e-6)
+    np.testing.assert_allclose(lr[4:33], 0.5, rtol=1e-6)
+    np.testing.assert_allclose(lr[32:], 0.5 * (40 - np.arange(32, 41)) / 8, rtol=1e-6, atol=1e-7)
+    lr_half = np.array([float(half(k)) for k in range(21)])
+    np.testing.assert_allclose(lr_half[:13], lr[:13], rtol=1e-6)
+    np.testing.assert_allclose(lr_half[12:], 0.5 * (20 - np.arange(12, 21)) / 8, rtol=1e-6,
+                               atol=1e-7)
+    with pytest.raises(ValueError):
+        make_schedule(dataclasses.replace(tc, decay=18), 20)  # decay would start in the warm-up

@@ -32,7 +32,8 @@ def test_smoke_end_to_end(tmp_path):
         synthetic=dataclasses.replace(
             sc, vocab_size=3, seq_len=3, hidden_states=2, steps=(16,), sd_repeats=2,
             sd_sequences=4, bound_sequences=64, bound_draws=2,
-            train=dataclasses.replace(sc.train, steps=4, chunk_size=2, checkpoint_every=2)),
+            train=dataclasses.replace(sc.train, steps=4, chunk_size=1, checkpoint_every=1,
+                                      warmup=1, schedule="wsd", decay=1)),
         text=dataclasses.replace(cfg.text, seq_len=8, max_train=200, max_val=16),
         eval=dataclasses.replace(cfg.eval, steps=(16,), n_samples=8, n_val=16, batch_size=8,
                                  elbo_draws=2))

@@ -25,8 +25,8 @@ Two studies:
   comparison with every uniform-noise method on each shared sampler (like samplers: tau-leaping,
   Euler, and the sequence-level first-jump sampler that uses Neural CTMC's decomposition), the
   sampler with Neural CTMC's lowest floor per N, raw KLs, fewer steps. Plateau: a comparison
-  decides only where every compared model has plateaued: doubling its training steps (the
-  half-way average of the same constant-rate run against the trained one) does not lower its
+  decides only where every compared model has plateaued: doubling its training steps (a
+  complete run of half the steps from the same stable phase, against the trained one) does not lower its
   exact KL, averaged over the claims' N, beyond its paired interval (family-wise 95% over the
   methods); otherwise the verdict is inconclusive, "did not plateau", naming the model.
 * ``text``: generative perplexity under the AR scorer (King James Bible, characters), each
@@ -167,8 +167,9 @@ def paired(before, after, level: float = 0.95) -> dict:
 
 def doubling(table: dict, steps: list[int]) -> dict:
     """The plateau check of every method: exact ``KL(q_N || p)`` (own sampler) of the model
-    after half its training steps minus that of the trained model (the same run; constant
-    learning rate after the warm-up), per seed, averaged over the ``N`` of ``steps``.
+    trained for half the steps minus that of the trained model (the same run up to the
+    half run's branch point; :func:`repro26.neural_ctmc.synthetic.train`), per seed, averaged
+    over the ``N`` of ``steps``.
     ``still_falling``: that fall is positive beyond its paired interval at the family-wise 95%
     level over the methods (Bonferroni: ``1 - 0.05 / len(METHODS)`` each); per-``N`` falls are
     reported with their plain 95% intervals."""

@@ -40,7 +40,10 @@ class TrainConfig:
     weight_decay: NonNegative = 0.0
     grad_clip: Positive = 1.0
     time_draws: Count = 4  # stratified (t, x_t) draws per sequence; batch_size counts rows
-    schedule: Literal["cosine", "constant"] = "cosine"  # after the linear warm-up
+    # after the linear warm-up: cosine decay to lr/10, constant, or "wsd" (constant, then a
+    # linear decay to zero over the last ``decay`` steps: warm-up, stable, decay)
+    schedule: Literal["cosine", "constant", "wsd"] = "cosine"
+    decay: NonNegativeInt = 0  # "wsd": steps of the final linear decay to zero
     ema: Probability = 0.0  # decay of the weights' exponential moving average (0: none)
 
 

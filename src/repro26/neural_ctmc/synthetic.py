@@ -4,9 +4,11 @@ output laws of their samplers (:mod:`exact`), with no sampling noise.
 * ``train``: one job per method, all seeds at once (``jax.vmap`` over stacked models); each
   batch is drawn from the exact law ``p`` (infinite data), the loss is the method's own bound
   with ``time_draws`` stratified times per sequence. The saved model is the average of the
-  weights (``train.ema``); the average after half the steps is saved too (``.half.eqx``):
-  with a constant learning rate after the warm-up it is a complete run of half the steps, the
-  reference of the plateau check (doubling).
+  weights where ``train.ema`` > 0, else the weights. A complete run of half the steps is saved
+  too (``.half.eqx``), the reference of the plateau check (doubling): with a constant learning
+  rate after the warm-up it is the first half of the run; with ``wsd`` (warm-up, constant,
+  linear decay to zero over the last ``decay`` steps) it branches off the stable phase at
+  ``steps/2 - decay`` and decays by ``steps/2``.
 * ``evaluate``: per method and seed, the exact ``q_N`` of every sampler that applies for every
   ``N``, its ``KL(q_N || p)``, ``KL(p || q_N)``, ``H(q_N)``; ``kl_qp_halfway``: the half-way
   model's ``KL(q_N || p)`` with the own sampler at the claims' ``N``; a Monte Carlo estimate of the NLL
@@ -75,30 +77,44 @@ def train(run, method: str) -> None:
         means = {k: v.mean() for k, v in terms.items()}
         return means.pop("bound"), means
 
-    step = wrap_step(optax_step(loss_fn, optimizer), tc)
     n_seeds = len(sc.seeds)
 
-    def seeds_step(state, data, key):
-        return eqx.filter_vmap(step, in_axes=(eqx.if_array(0), None, 0))(state, data,
-                                                           jax.random.split(key, n_seeds))
+    def seeds_step(step):
+        def run(state, data, key):
+            return eqx.filter_vmap(step, in_axes=(eqx.if_array(0), None, 0))(
+                state, data, jax.random.split(key, n_seeds))
+        return run
 
     models = init_models(cfg, method)
     state = eqx.filter_vmap(lambda m: init_state(m, optimizer, tc))(models)
     out = Path(run.out)
-    # two halves of one run (the learning rate is constant after the warm-up, so the first half
-    # is itself a complete run of steps/2): the half-way model is the plateau check's reference
     half = tc.steps // 2
-    histories = []
-    for phase, (start, stop) in enumerate(((0, half), (half, tc.steps))):
-        state, hist = run_loop(
-            seeds_step, state, seqs, key=jax.random.PRNGKey(1 + 97 * sum(sc.seeds) + phase),
+    full_step = seeds_step(wrap_step(optax_step(loss_fn, optimizer), tc))
+
+    def segment(state, step, start, stop, phase):
+        return run_loop(
+            step, state, seqs, key=jax.random.PRNGKey(1 + 97 * sum(sc.seeds) + phase),
             num_steps=stop - start, chunk_size=tc.chunk_size,
             checkpoint_path=out.with_name(out.name + f".ckpt{phase}"),
             checkpoint_every=tc.checkpoint_every, desc=f"synthetic:{method}:{phase}",
             progress=run.progress)
-        histories.append(hist)
-        if phase == 0:
-            io.save_checkpoint(half_path(out), evaluated_model(state), half)
+
+    # the plateau check's reference is a complete run of half the steps from the same stable
+    # phase. "constant" (after the warm-up): the first half of the run is that run. "wsd": the
+    # run of steps/2 branches off at steps/2 - decay and decays to zero by steps/2 (its own
+    # optimiser schedule, the same state), while the main run continues its stable phase
+    # (``decay`` extra optimiser steps in all)
+    branch = half - tc.decay if tc.schedule == "wsd" else half
+    state, first = segment(state, full_step, 0, branch, 0)
+    if tc.schedule == "wsd":
+        half_step = seeds_step(wrap_step(optax_step(loss_fn, make_optimizer(tc, half)), tc))
+        half_state, _ = segment(state, half_step, branch, half, 2)
+        io.save_checkpoint(half_path(out), evaluated_model(half_state), half)
+        del half_state
+    else:
+        io.save_checkpoint(half_path(out), evaluated_model(state), half)
+    state, second = segment(state, full_step, branch, tc.steps, 1)
+    histories = [first, second]
     io.save_checkpoint(out, evaluated_model(state), tc.steps)
     history = {k: np.concatenate([h[k] for h in histories if k in h]) for k in histories[-1]}
     loss = np.asarray(history["loss"]).reshape(tc.steps, n_seeds)

@@ -61,19 +61,30 @@ def load_corpus(path: Path) -> dict[str, np.ndarray]:
 # ----------------------------------------------------------------------------- training
 
 
-def make_schedule(tc) -> optax.Schedule:
-    """Linear warm-up to ``lr``, then ``constant`` (MDLM / SEDD) or ``cosine`` decay to
-    ``lr / 10`` at ``steps``."""
+def make_schedule(tc, steps: int | None = None) -> optax.Schedule:
+    """Linear warm-up to ``lr``, then ``constant`` (MDLM / SEDD), ``cosine`` decay to
+    ``lr / 10`` at ``steps``, or ``wsd``: constant, then linear to zero over the last
+    ``tc.decay`` steps of a run of ``steps`` (default ``tc.steps``; a shorter run branches off
+    the same stable phase)."""
+    steps = tc.steps if steps is None else steps
     warm = max(tc.warmup, 1)
     if tc.schedule == "constant":
         return optax.join_schedules([optax.linear_schedule(0.0, tc.lr, warm),
                                      optax.constant_schedule(tc.lr)], [warm])
-    return optax.warmup_cosine_decay_schedule(0.0, tc.lr, warm, max(tc.steps, tc.warmup + 1),
+    if tc.schedule == "wsd":
+        start = steps - tc.decay
+        if tc.decay < 1 or start < warm:
+            raise ValueError(f"wsd: decay ({tc.decay}) must be >= 1 and start after the "
+                             f"warm-up ({warm}) in a run of {steps} steps")
+        return optax.join_schedules([optax.linear_schedule(0.0, tc.lr, warm),
+                                     optax.constant_schedule(tc.lr),
+                                     optax.linear_schedule(tc.lr, 0.0, tc.decay)], [warm, start])
+    return optax.warmup_cosine_decay_schedule(0.0, tc.lr, warm, max(steps, tc.warmup + 1),
                                               tc.lr * 0.1)
 
 
-def make_optimizer(tc) -> optax.GradientTransformation:
-    schedule = make_schedule(tc)
+def make_optimizer(tc, steps: int | None = None) -> optax.GradientTransformation:
+    schedule = make_schedule(tc, steps)
     return optax.chain(optax.clip_by_global_norm(tc.grad_clip),
                        optax.adamw(schedule, weight_decay=tc.weight_decay))
 
