@@ -65,12 +65,16 @@ def error_vs_dim(run):
     product of per-evader grid filters). Bars: 95% CI over seeds."""
     table = tables.read(run.input("filtering.csv"))
     cond = dict(dynamics=run.cfg.held_in, particles=run.cfg.particles)
-    fig, axes = plotting.subplots(1, 2, width=3.8, height=3.0)
+    fig, axes = plotting.subplots(1, 2, width=3.8, height=3.0, gridspec_kw={"wspace": 0.35})
     _lines(axes[0][0], table, "sinkhorn", "dim", _present(table, **cond), **cond)
     axes[0][0].set(xlabel="state dimension d", ylabel="Sinkhorn divergence", yscale="log")
     _lines(axes[0][1], table, "mean_error", "dim", _present(table, **cond), **cond)
     axes[0][1].set(xlabel="state dimension d", ylabel="belief-mean error (cells)")
-    axes[0][0].legend(fontsize=6)
+    for ax in axes[0]:
+        ax.set_xticks([2 * k for k in run.cfg.evaders])
+    # below both panels: inside the left one it hid the curves
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=6,
+               bbox_to_anchor=(0.5, -0.07))
     return fig
 
 
