@@ -78,15 +78,17 @@ rule method_config:
 
 
 rule stage_config:
-    """The config one stage's jobs read. Its only tracked parameter is the hash of the fields the
-    stage reads (``@stage(reads=...)``; all fields when it declares none), so it reruns, and with
-    it the stage's jobs, exactly when one of those fields changes (the file's text goes in as a
-    ``NotATrigger`` parameter). Other fields in the file may be
-    older; the stage cannot read them (repro26.core.config.DeclaredConfig)."""
+    """The config one stage's jobs read. Its tracked parameters are the hash of the fields the
+    stage reads (``@stage(reads=...)``; all fields when it declares none) and the names of the
+    method's fields, so it reruns, and with it the stage's jobs, exactly when one of those fields
+    changes or a field is added or removed (the file's text goes in as a ``NotATrigger``
+    parameter). Other fields' values in the file may be older; the stage cannot read them
+    (repro26.core.config.DeclaredConfig)."""
     output:
         f"{RESULTS}/{{method}}/config/{{stage}}.json",
     params:
         config_slice=lambda w: stage_slice(w.method, w.stage),
+        fields=lambda w: config_fields(w.method),
         text=lambda w: stage_config_text(w.method, w.stage),
     wildcard_constraints:
         method="|".join(BUILT_METHODS) or "NO_METHOD_BUILT",

@@ -1,4 +1,5 @@
 # Shared helpers for every method's rules (scale, paths, config checks, the stage command).
+import dataclasses
 import json
 import sys
 
@@ -119,6 +120,13 @@ def stage_slice(method, name):
     """Hash of the config fields stage ``name`` of ``method`` reads at this scale (every field
     when the stage declares no ``reads``)."""
     return config_hash(config_slice(typed_config(method), load_method(method).STAGES[name].reads))
+
+
+def config_fields(method):
+    """The names of the method's config fields. A stage's config file holds all of them, so a
+    field added to the method's ``Config`` rewrites every stage's file (an older file lacks it
+    and would not parse) and reruns the method's jobs once."""
+    return ",".join(f.name for f in dataclasses.fields(load_method(method).Config))
 
 
 def config_path(method, name):
