@@ -97,9 +97,7 @@ def parse_log(method: str, log_text: str, root: Path = Path("."),
             refusal = next((ln for ln in text.splitlines() if _MEMORY.search(ln)), None)
             if refusal is not None:
                 outcome.refused.append((rule, refusal.strip()[:240]))
-            elif interrupted and _last_line(log_path).startswith("KeyboardInterrupt"):
-                pass
-            else:
+            elif not (interrupted and _last_line(log_path).startswith("KeyboardInterrupt")):
                 outcome.failed.append((rule, _last_line(log_path)))
             rule = None
     if not outcome.planned:
