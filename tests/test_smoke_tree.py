@@ -11,6 +11,7 @@ import pytest
 
 from repro26.core.claims import VERDICTS, validate_claims_file
 from repro26.core.registry import implemented_methods, method_figures
+from repro26.core.timing import logged_job_cpu
 
 TREE = Path(os.environ["REPRO26_SMOKE_TREE"]) if os.environ.get("REPRO26_SMOKE_TREE") else None
 pytestmark = pytest.mark.skipif(TREE is None, reason="no smoke pipeline tree: REPRO26_SMOKE_TREE unset")
@@ -34,3 +35,13 @@ def test_pipeline_drew_every_declared_figure(method):
         assert (png.with_suffix(".pdf")).is_file(), f"{png.with_suffix('.pdf')} missing"
         height, width = matplotlib.image.imread(png).shape[:2]
         assert height > 100 and width > 100, f"{png}: {width} x {height} pixels"
+
+
+@pytest.mark.parametrize("method", implemented_methods())
+def test_every_stage_job_logged_its_cpu_time(method):
+    """Each job run through ``repro26`` (all but the shell-written config) ends its log with its
+    CPU seconds, which the report's cost table reads in place of Snakemake's sampled figure."""
+    for tsv in sorted((TREE / method / "benchmarks").glob("*.tsv")):
+        if tsv.stem != "config":
+            log = TREE / method / "logs" / f"{tsv.stem}.log"
+            assert logged_job_cpu(log) is not None, f"{log}: no job CPU line"

@@ -151,3 +151,36 @@ def test_report_marks_claims_made_with_other_code_as_stale(tmp_path):
     assert "**Stale:** these claims were computed with code 0123456789ab" in poll
     assert "Stale" not in srgw
     assert io.run_metadata("h", method="srgw")["code_hash"] == io.code_hash("srgw")
+
+
+def test_job_cpu_line_counts_this_process_and_reads_back(tmp_path):
+    """The line a stage writes reports at least the CPU it burned; the report reads it back."""
+    import time
+
+    from repro26.core.timing import job_cpu_line, logged_job_cpu
+
+    start = time.process_time()
+    while time.process_time() - start < 0.2:
+        pass
+    log = tmp_path / "train.log"
+    log.write_text("progress\n" + job_cpu_line() + "\n")
+    assert logged_job_cpu(log) >= 0.2
+    assert logged_job_cpu(tmp_path / "missing.log") is None
+
+
+def test_job_costs_take_cpu_from_logs_before_sampled_benchmarks(tmp_path):
+    """A job's CPU is its log's own count when it has one; otherwise Snakemake's sampled
+    ``cpu_time``, and a sampled job of 30 s or more is counted as possibly low."""
+    from repro26.core.report import job_costs
+    from repro26.core.timing import JOB_CPU_PREFIX
+
+    bench, logs = tmp_path / "m" / "benchmarks", tmp_path / "m" / "logs"
+    bench.mkdir(parents=True)
+    logs.mkdir()
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    for name, wall, sampled_cpu in (("train", 90.0, 37.8), ("old", 60.0, 20.0), ("config", 0.5, "-")):
+        (bench / f"{name}.tsv").write_text(header + f"{wall}\t0\t100\t1\t1\t1\t0\t0\t50\t{sampled_cpu}\n")
+    (logs / "train.log").write_text(f"...\n{JOB_CPU_PREFIX}45.00 s (user + system)\n")
+    (cost,) = job_costs(tmp_path)
+    assert cost["jobs"] == 3 and cost["sampled_jobs"] == 1
+    assert cost["cpu_s"] == pytest.approx(45.0 + 20.0)

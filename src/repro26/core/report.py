@@ -155,32 +155,51 @@ def _counts(data: list[dict]) -> str:
     return f"{len(data)} methods, {len(verdicts)} claims: {parts}."
 
 
+SAMPLED_AFTER_S = 30.0  # Snakemake's benchmark samples every 30 s after a job's first 30
+
+
 def job_costs(results: Path, methods: set[str] | None = None) -> list[dict]:
-    """Per method (those in ``methods``, or all): jobs, summed CPU time (the ``cpu_time``
-    column, user + system seconds of the job's processes), summed and largest wall time, peak
-    resident memory, from the ``benchmarks/*.tsv`` files Snakemake wrote for every job."""
+    """Per method (those in ``methods``, or all): jobs, summed CPU time, summed and largest wall
+    time, peak resident memory, over the ``benchmarks/*.tsv`` files Snakemake wrote for every
+    job. A job's CPU seconds are those its log reports (:func:`repro26.core.timing.job_cpu_line`,
+    exact); a job whose log has no such line (a shell job, an older run) counts the ``cpu_time``
+    column, which Snakemake samples every second for 30 s and every 30 s after, so a longer job
+    loses up to 30 s of CPU at its end. ``sampled_jobs`` counts those longer jobs."""
+    from repro26.core.timing import logged_job_cpu
+
     rows = []
     for folder in sorted(p for p in Path(results).glob("*/benchmarks") if p.is_dir()):
         if methods is not None and folder.parent.name not in methods:
             continue
-        walls, cpus, rss = [], [], []
+        walls, cpus, rss, sampled = [], [], [], 0
         for tsv in folder.glob("*.tsv"):
             lines = tsv.read_text().splitlines()
             if len(lines) < 2:
                 continue
             record = dict(zip(lines[0].split("\t"), lines[-1].split("\t")))
             walls.append(float(record.get("s", "nan")))
-            for key, into in (("cpu_time", cpus), ("max_rss", rss)):
-                try:
-                    into.append(float(record.get(key, "nan")))
-                except ValueError:  # "-" when the job was too short to sample
-                    pass
+            logged = logged_job_cpu(folder.parent / "logs" / f"{tsv.stem}.log")
+            if logged is not None:
+                cpus.append(logged)
+            elif _append_float(record, "cpu_time", cpus) and walls[-1] >= SAMPLED_AFTER_S:
+                sampled += 1
+            _append_float(record, "max_rss", rss)
         if walls:
             rows.append({"method": folder.parent.name, "jobs": len(walls),
-                         "cpu_s": sum(cpus) if cpus else float("nan"),
+                         "cpu_s": sum(cpus) if cpus else float("nan"), "sampled_jobs": sampled,
                          "wall_s": sum(walls), "longest_s": max(walls),
                          "peak_rss_mb": max(rss) if rss else float("nan")})
     return rows
+
+
+def _append_float(record: dict, key: str, into: list[float]) -> bool:
+    """Append ``record[key]`` as a number; False when it is not one ("-" or "NA" when the job
+    was too short to sample)."""
+    try:
+        into.append(float(record.get(key, "nan")))
+    except ValueError:
+        return False
+    return True
 
 
 COST_HEADER = ("method", "jobs", "summed CPU time (s)", "summed wall time (s)", "longest job (s)",
@@ -198,6 +217,11 @@ def _cost_rows(costs: list[dict]) -> list[str]:
     total = sum(c["cpu_s"] for c in costs)
     rows += ["", f"All {len(costs)} methods: {total:.0f} s of CPU time, "
              f"{sum(c['wall_s'] for c in costs):.0f} s of summed job wall time."]
+    sampled = sum(c["sampled_jobs"] for c in costs)
+    if sampled:
+        rows += ["", f"CPU time is each job's own count from its log; {sampled} jobs of over "
+                 f"{SAMPLED_AFTER_S:.0f} s have none (an older run) and count Snakemake's sampled "
+                 "`cpu_time`, which can be up to 30 s low each."]
     return rows
 
 
