@@ -169,8 +169,9 @@ def test_job_cpu_line_counts_this_process_and_reads_back(tmp_path):
 
 
 def test_job_costs_take_cpu_from_logs_before_sampled_benchmarks(tmp_path):
-    """A job's CPU is its log's own count when it has one; otherwise Snakemake's sampled
-    ``cpu_time``, and a sampled job of 30 s or more is counted as possibly low."""
+    """A job's CPU is the larger of its log's own count and Snakemake's sampled ``cpu_time``
+    (the log misses the shell around the stage); without a log count, the sample alone, and a
+    sampled job of 30 s or more is counted as possibly low."""
     from repro26.core.report import job_costs
     from repro26.core.timing import JOB_CPU_PREFIX
 
@@ -178,9 +179,11 @@ def test_job_costs_take_cpu_from_logs_before_sampled_benchmarks(tmp_path):
     bench.mkdir(parents=True)
     logs.mkdir()
     header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
-    for name, wall, sampled_cpu in (("train", 90.0, 37.8), ("old", 60.0, 20.0), ("config", 0.5, "-")):
+    jobs = (("train", 90.0, 37.8), ("old", 60.0, 20.0), ("config", 0.5, "-"), ("fig", 3.0, 3.4))
+    for name, wall, sampled_cpu in jobs:
         (bench / f"{name}.tsv").write_text(header + f"{wall}\t0\t100\t1\t1\t1\t0\t0\t50\t{sampled_cpu}\n")
     (logs / "train.log").write_text(f"...\n{JOB_CPU_PREFIX}45.00 s (user + system)\n")
+    (logs / "fig.log").write_text(f"{JOB_CPU_PREFIX}3.00 s (user + system)\n")
     (cost,) = job_costs(tmp_path)
-    assert cost["jobs"] == 3 and cost["sampled_jobs"] == 1
-    assert cost["cpu_s"] == pytest.approx(45.0 + 20.0)
+    assert cost["jobs"] == 4 and cost["sampled_jobs"] == 1
+    assert cost["cpu_s"] == pytest.approx(45.0 + 20.0 + 3.4)
