@@ -11,7 +11,7 @@ import pytest
 
 from repro26.core.claims import VERDICTS, validate_claims_file
 from repro26.core.registry import implemented_methods, method_figures
-from repro26.core.timing import logged_job_cpu
+from repro26.core.jobs import logged_job_cost
 
 TREE = Path(os.environ["REPRO26_SMOKE_TREE"]) if os.environ.get("REPRO26_SMOKE_TREE") else None
 pytestmark = pytest.mark.skipif(TREE is None, reason="no smoke pipeline tree: REPRO26_SMOKE_TREE unset")
@@ -44,4 +44,4 @@ def test_every_stage_job_logged_its_cpu_time(method):
     for tsv in sorted((TREE / method / "benchmarks").glob("*.tsv")):
         if tsv.stem != "config":
             log = TREE / method / "logs" / f"{tsv.stem}.log"
-            assert logged_job_cpu(log) is not None, f"{log}: no job CPU line"
+            assert logged_job_cost(log) is not None, f"{log}: no job CPU line"

@@ -154,18 +154,20 @@ def test_report_marks_claims_made_with_other_code_as_stale(tmp_path):
 
 
 def test_job_cpu_line_counts_this_process_and_reads_back(tmp_path):
-    """The line a stage writes reports at least the CPU it burned; the report reads it back."""
+    """The line a stage writes reports at least the CPU it burned, and a peak memory; the report
+    reads both back."""
     import time
 
-    from repro26.core.timing import job_cpu_line, logged_job_cpu
+    from repro26.core.jobs import job_cpu_line, logged_job_cost
 
     start = time.process_time()
     while time.process_time() - start < 0.2:
         pass
     log = tmp_path / "train.log"
     log.write_text("progress\n" + job_cpu_line() + "\n")
-    assert logged_job_cpu(log) >= 0.2
-    assert logged_job_cpu(tmp_path / "missing.log") is None
+    cost = logged_job_cost(log)
+    assert cost["cpu_s"] >= 0.2 and cost["peak_mb"] > 1
+    assert logged_job_cost(tmp_path / "missing.log") is None
 
 
 def test_job_costs_take_cpu_from_logs_before_sampled_benchmarks(tmp_path):
@@ -173,7 +175,7 @@ def test_job_costs_take_cpu_from_logs_before_sampled_benchmarks(tmp_path):
     (the log misses the shell around the stage); without a log count, the sample alone, and a
     sampled job of 30 s or more is counted as possibly low."""
     from repro26.core.report import job_costs
-    from repro26.core.timing import JOB_CPU_PREFIX
+    from repro26.core.jobs import JOB_CPU_PREFIX
 
     bench, logs = tmp_path / "m" / "benchmarks", tmp_path / "m" / "logs"
     bench.mkdir(parents=True)
@@ -182,8 +184,27 @@ def test_job_costs_take_cpu_from_logs_before_sampled_benchmarks(tmp_path):
     jobs = (("train", 90.0, 37.8), ("old", 60.0, 20.0), ("config", 0.5, "-"), ("fig", 3.0, 3.4))
     for name, wall, sampled_cpu in jobs:
         (bench / f"{name}.tsv").write_text(header + f"{wall}\t0\t100\t1\t1\t1\t0\t0\t50\t{sampled_cpu}\n")
-    (logs / "train.log").write_text(f"...\n{JOB_CPU_PREFIX}45.00 s (user + system)\n")
+    (logs / "train.log").write_text(f"...\n{JOB_CPU_PREFIX}45.00 s (user + system); peak memory 900 MB\n")
     (logs / "fig.log").write_text(f"{JOB_CPU_PREFIX}3.00 s (user + system)\n")
     (cost,) = job_costs(tmp_path)
     assert cost["jobs"] == 4 and cost["sampled_jobs"] == 1
     assert cost["cpu_s"] == pytest.approx(45.0 + 20.0 + 3.4)
+    assert cost["peak_rss_mb"] == 900  # the log's exact peak, above every sampled max_rss (100)
+
+
+def test_paper_memory_request_uses_the_logged_peak(tmp_path):
+    """SLURM's `paper` memory is sized from the larger of Snakemake's sampled ``max_rss`` and the
+    peak the job logged (a peak after the last sample is missing from the first)."""
+    from repro26.core.cluster import measured_cost
+    from repro26.core.jobs import JOB_CPU_PREFIX
+
+    bench = tmp_path / "results" / "small" / "m" / "benchmarks"
+    logs = bench.parent / "logs"
+    bench.mkdir(parents=True)
+    logs.mkdir()
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    for seed, peak in ((0, 300), (1, 250)):
+        (bench / f"train_{seed}.tsv").write_text(header + f"95\t0\t{peak}\t1\t1\t1\t0\t0\t50\t40\n")
+    (logs / "train_1.log").write_text(f"{JOB_CPU_PREFIX}90.00 s (user + system); peak memory 1200 MB\n")
+    assert measured_cost(tmp_path, "results/paper/m/benchmarks/train_{seed}.tsv",
+                         "results/paper") == (95.0, 1200.0)

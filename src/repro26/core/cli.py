@@ -223,7 +223,7 @@ def _method_main(method: str, argv: Sequence[str]) -> None:
     run_stage(method, args.stage, name=args.name, config=args.config, scale=args.scale,
               out=args.out, seed=args.seed, variant=args.variant, inputs=args.input,
               progress=not args.no_progress, planned_slice=args.config_slice)
-    from repro26.core.timing import job_cpu_line
+    from repro26.core.jobs import job_cpu_line
 
     print(job_cpu_line(), file=sys.stderr)
 

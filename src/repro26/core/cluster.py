@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from repro26.core.jobs import logged_job_cost
+
 DEFAULTS = {"account": "", "cpu_partition": "cpu", "gpu_partition": "gpu", "paper_time_factor": 30,
             "paper_memory_factor": 4}
 
@@ -35,7 +37,9 @@ def train_resources(scale: str, slurm: Mapping[str, Any], mem_mb_small: int = 20
 def measured_cost(root: Path, benchmark_pattern: str, results: str) -> tuple[float, float] | None:
     """``(longest wall time s, largest peak memory MB)`` over the benchmark files of a rule's
     jobs at `small` (its benchmark path with ``results`` swapped for results/small and the
-    wildcards globbed), or None when there are none."""
+    wildcards globbed), or None when there are none. A job's peak is the larger of Snakemake's
+    sampled ``max_rss`` and the exact one its log reports (:func:`repro26.core.jobs.job_cpu_line`):
+    a peak after Snakemake's last sample is missing from the first."""
     pattern = re.sub(r"\{[^}]+\}", "*", benchmark_pattern.replace(f"{results}/", "results/small/", 1))
     walls, peaks = [], []
     for tsv in Path(root).glob(pattern):
@@ -46,6 +50,9 @@ def measured_cost(root: Path, benchmark_pattern: str, results: str) -> tuple[flo
         walls.append(float(record["s"]))
         with contextlib.suppress(KeyError, ValueError):
             peaks.append(float(record["max_rss"]))
+        logged = logged_job_cost(tsv.parent.parent / "logs" / f"{tsv.stem}.log")
+        if logged is not None and logged["peak_mb"] is not None:
+            peaks.append(logged["peak_mb"])
     return (max(walls), max(peaks, default=0.0)) if walls else None
 
 

@@ -16,6 +16,9 @@ import contextvars
 import dataclasses
 import hashlib
 import json
+import os
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,3 +59,39 @@ def job(tag: str, provenance: dict[str, Any] | None = None) -> Iterator[Job]:
 
 def current() -> Job | None:
     return _CURRENT.get()
+
+
+JOB_CPU_PREFIX = "repro26: job CPU time "
+_JOB_COST = re.compile(re.escape(JOB_CPU_PREFIX) + r"([0-9.]+) s[^\n]*?(?:; peak memory ([0-9.]+) MB)?$",
+                       re.M)
+
+
+def job_cpu_line() -> str:
+    """The last line a stage process writes to its log: its CPU seconds so far (user + system,
+    all its threads, and children it waited for, from ``os.times``) and its peak resident memory
+    (``getrusage``). Snakemake's ``benchmark:`` samples a job every second for 30 s and every 30 s
+    after, keeping the last sample, so its ``cpu_time`` and ``max_rss`` miss what came after that
+    sample; this line does not."""
+    import resource
+
+    t = os.times()
+    seconds = t.user + t.system + t.children_user + t.children_system
+    peak = max(resource.getrusage(who).ru_maxrss
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    peak_mb = peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes there, KiB here
+    return (f"{JOB_CPU_PREFIX}{seconds:.2f} s (user + system, this process and its children); "
+            f"peak memory {peak_mb:.0f} MB")
+
+
+def logged_job_cost(log: Any) -> dict[str, float | None] | None:
+    """``{"cpu_s", "peak_mb"}`` from a stage log's last :func:`job_cpu_line` (``peak_mb`` None on
+    a line without it), or ``None`` when the log has none (a shell job, a failed or older run)."""
+    try:
+        text = open(log, encoding="utf-8", errors="replace").read()
+    except OSError:
+        return None
+    found = _JOB_COST.findall(text)
+    if not found:
+        return None
+    cpu, peak = found[-1]
+    return {"cpu_s": float(cpu), "peak_mb": float(peak) if peak else None}

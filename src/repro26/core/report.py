@@ -161,12 +161,12 @@ SAMPLED_AFTER_S = 30.0  # Snakemake's benchmark samples every 30 s after a job's
 def job_costs(results: Path, methods: set[str] | None = None) -> list[dict]:
     """Per method (those in ``methods``, or all): jobs, summed CPU time, summed and largest wall
     time, peak resident memory, over the ``benchmarks/*.tsv`` files Snakemake wrote for every
-    job. A job's CPU seconds are the larger of those its log reports
-    (:func:`repro26.core.timing.job_cpu_line`: the whole stage process, but not the shell around
-    it) and Snakemake's ``cpu_time``; a job whose log has no such line (a shell job, an older
+    job. A job's CPU seconds (and peak memory) are the larger of those its log reports
+    (:func:`repro26.core.jobs.job_cpu_line`: the whole stage process, but not the shell around
+    it) and Snakemake's ``cpu_time`` (``max_rss``); a job whose log has no such line (a shell job, an older
     run) counts the ``cpu_time`` column alone, which Snakemake samples every second for 30 s
     and every 30 s after, so a longer job loses up to 30 s of CPU at its end. ``sampled_jobs`` counts those longer jobs."""
-    from repro26.core.timing import logged_job_cpu
+    from repro26.core.jobs import logged_job_cost
 
     rows = []
     for folder in sorted(p for p in Path(results).glob("*/benchmarks") if p.is_dir()):
@@ -181,13 +181,15 @@ def job_costs(results: Path, methods: set[str] | None = None) -> list[dict]:
             walls.append(float(record.get("s", "nan")))
             sample: list[float] = []
             _append_float(record, "cpu_time", sample)
-            logged = logged_job_cpu(folder.parent / "logs" / f"{tsv.stem}.log")
+            logged = logged_job_cost(folder.parent / "logs" / f"{tsv.stem}.log")
             if logged is not None:  # both are lower bounds: the log's misses the shell around it
-                cpus.append(max(sample + [logged]))
+                cpus.append(max(sample + [logged["cpu_s"]]))
             elif sample:
                 cpus += sample
                 sampled += walls[-1] >= SAMPLED_AFTER_S
             _append_float(record, "max_rss", rss)
+            if logged is not None and logged["peak_mb"] is not None:
+                rss.append(logged["peak_mb"])
         if walls:
             rows.append({"method": folder.parent.name, "jobs": len(walls),
                          "cpu_s": sum(cpus) if cpus else float("nan"), "sampled_jobs": sampled,

@@ -25,8 +25,6 @@ decided on it flips from run to run (DESIGN.md, "Claims that decide", rule 8). H
 from __future__ import annotations
 
 import math
-import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -35,31 +33,6 @@ import numpy as np
 from scipy import stats
 
 CONTROL = "control"
-
-JOB_CPU_PREFIX = "repro26: job CPU time "
-_JOB_CPU = re.compile(re.escape(JOB_CPU_PREFIX) + r"([0-9.]+) s")
-
-
-def job_cpu_line() -> str:
-    """The last line a stage process writes to its log: its CPU seconds so far (user + system,
-    all its threads, and children it waited for, from ``os.times``). Snakemake's ``benchmark:``
-    ``cpu_time`` samples the job every 30 s after its first 30 and keeps the last sample, so a
-    job loses up to 30 s of CPU at its end; this line does not."""
-    t = os.times()
-    seconds = t.user + t.system + t.children_user + t.children_system
-    return f"{JOB_CPU_PREFIX}{seconds:.2f} s (user + system, this process and its children)"
-
-
-def logged_job_cpu(log: Any) -> float | None:
-    """The CPU seconds a stage's log reports on its :func:`job_cpu_line` (the last one), or
-    ``None`` when it has none (a shell job, a failed or older run)."""
-    try:
-        text = open(log, encoding="utf-8", errors="replace").read()
-    except OSError:
-        return None
-    found = _JOB_CPU.findall(text)
-    return float(found[-1]) if found else None
-
 
 def _block(result: Any) -> Any:
     import jax
