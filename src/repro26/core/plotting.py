@@ -8,7 +8,6 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -32,8 +31,17 @@ STYLE = {
 }
 
 
+def _pyplot():
+    """``matplotlib.pyplot``, imported on first use: every stage imports its method's figure
+    declarations, and most stages draw nothing."""
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def subplots(nrows: int = 1, ncols: int = 1, width: float = 3.4, height: float = 2.8, **kw):
     """``plt.subplots`` in the project style; ``width``/``height`` are per panel, inches."""
+    plt = _pyplot()
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
                                  squeeze=False, **kw)
@@ -48,6 +56,7 @@ def save(fig, png_path: str | Path, caption: str | None = None) -> None:
     if png_path.suffix != ".png":
         raise ValueError(f"figure path must end in .png, got {png_path}")
     targets = [png_path, png_path.with_suffix(".pdf")]
+    plt = _pyplot()
     with ExitStack() as stack:
         temps = [stack.enter_context(io.atomic_path(path)) for path in targets]
         with plt.rc_context(STYLE):
