@@ -65,12 +65,18 @@ def _set_threads(threads: int) -> None:
 
 def enable_compile_cache() -> None:
     """Persist compiled XLA programs across stage processes (each job is a new process) and
-    with the tests, which run the same stage functions at `smoke` sizes."""
-    import jax
-
-    cache = Path(os.environ.get("REPRO26_JAX_CACHE", ".cache/jax")).resolve()
-    jax.config.update("jax_compilation_cache_dir", str(cache))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    with the tests, which run the same stage functions at `smoke` sizes. Set through JAX's
+    environment variables, read when JAX is imported, so that a stage that never uses JAX (a
+    figure, the claims) does not import it; where JAX is already imported, in its config."""
+    settings = {"jax_compilation_cache_dir":
+                str(Path(os.environ.get("REPRO26_JAX_CACHE", ".cache/jax")).resolve()),
+                "jax_persistent_cache_min_compile_time_secs": 0.5}
+    if "jax" in sys.modules:
+        for name, value in settings.items():
+            sys.modules["jax"].config.update(name, value)
+    else:
+        for name, value in settings.items():
+            os.environ[name.upper()] = str(value)
 
 
 def resolve_run_config(method_module, method: str, config_path: Path, scale: str | None):

@@ -119,14 +119,21 @@ def code_hash(method: str) -> str:
 
 def run_metadata(cfg_hash: str, **extra: Any) -> dict[str, Any]:
     """Provenance recorded in every results file: JAX version, git commit, config hash, and
-    for a method's job the hash of the code it ran (:func:`code_hash`)."""
-    import jax
+    for a method's job the hash of the code it ran (:func:`code_hash`). The backend is JAX's;
+    a figure or the claims, which compute nothing in JAX, record it only where something else
+    imported JAX already ("not used" otherwise), so that they do not start JAX for it."""
+    import importlib.metadata
+    import sys
 
+    if extra.get("stage") in ("figure", "claims"):
+        jax = sys.modules.get("jax")
+    else:
+        import jax
     method = extra.get("method")
     known = isinstance(method, str) and (Path(__file__).resolve().parents[1] / method).is_dir()
     return {
-        "jax_version": jax.__version__,
-        "backend": jax.default_backend(),
+        "jax_version": importlib.metadata.version("jax"),
+        "backend": jax.default_backend() if jax is not None else "not used",
         "git_commit": git_commit(),
         "config_hash": cfg_hash,
         **({"code_hash": code_hash(method)} if known else {}),
