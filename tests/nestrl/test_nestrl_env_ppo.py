@@ -147,7 +147,7 @@ def test_every_parameter_learns_under_the_ppo_loss(game, kind):
     from repro26.core.learning import assert_every_parameter_learns
 
     cfg = SimpleNamespace(num_envs=2, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, vf_coef=0.5,
-                          ent_coef=0.01)
+                          ent_coef=0.01, partner_eps=(0.0, 1.0))
     short = E.game("cramped_room", 16)
     agents = init_agents(short.obs_dim, 4, E.N_ACTIONS, jax.random.split(jax.random.PRNGKey(5), 3))
     model = jax.tree.map(lambda x: x[0], agents)
@@ -159,6 +159,35 @@ def test_every_parameter_learns_under_the_ppo_loss(game, kind):
         rollout = jax.jit(lambda k: train.rollout_partner(short, cfg, model, pool, k, 1.0)[0])
     batches = [train.with_advantages(cfg, rollout(k)) for k in keys]
     assert_every_parameter_learns(model, lambda m, b: train.sequence_loss(cfg, m, b)[0], batches)
+
+
+def test_partner_noise_curriculum_and_per_episode_levels():
+    """The lazy-agent fix (issue 40): the partner's random-action floor falls linearly from 1 to 0
+    over ``partner_anneal`` of the updates (0 turns it off); per episode the noise is a level of
+    ``partner_eps``, at least the floor; with noise 1 the partner's actions do not depend on the
+    partner (two different pools give the same rollout under the same key)."""
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(updates=100, partner_anneal=0.5)
+    got = [float(train.partner_noise(cfg, u)) for u in (0, 25, 50, 99)]
+    np.testing.assert_allclose(got, [1.0, 0.5, 0.0, 0.0], atol=1e-6)
+    assert float(train.partner_noise(SimpleNamespace(updates=100, partner_anneal=0.0), 0)) == 0.0
+
+    short = E.game("cramped_room", 8)
+    agents = init_agents(short.obs_dim, 4, E.N_ACTIONS, jax.random.split(jax.random.PRNGKey(8), 3))
+    model = jax.tree.map(lambda x: x[0], agents)
+    pool_a, pool_b = (jax.tree.map(lambda x: x[i:i + 1], agents) for i in (1, 2))
+    run = lambda c, pool, floor: train.rollout_partner(short, c, model, pool,
+                                                       jax.random.PRNGKey(9), 1.0, floor)
+    mixed = SimpleNamespace(num_envs=32, partner_eps=(0.0, 1.0))
+    eps = np.asarray(run(mixed, pool_a, 0.0)[2])
+    assert set(eps.tolist()) == {0.0, 1.0}
+    np.testing.assert_array_equal(np.asarray(run(mixed, pool_a, 1.0)[2]), 1.0)
+    random = SimpleNamespace(num_envs=4, partner_eps=(1.0,))
+    ta, tb = run(random, pool_a, 0.0)[0], run(random, pool_b, 0.0)[0]
+    np.testing.assert_array_equal(np.asarray(ta["obs"]), np.asarray(tb["obs"]))
+    tc = run(SimpleNamespace(num_envs=4, partner_eps=(0.0,)), pool_b, 0.0)[0]
+    assert not np.array_equal(np.asarray(ta["obs"]), np.asarray(tc["obs"]))
 
 
 def test_reward_scale_leaves_the_policy_term_and_scales_the_value_term():

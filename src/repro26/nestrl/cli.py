@@ -44,6 +44,12 @@ class Config:
     max_grad_norm: Positive = 0.5
     reward_scale: Positive = 0.05  # the learner's reward times this (value targets of order 1)
     shaped_anneal: Probability = 0.5  # shaping weight reaches 0 at this fraction of the updates
+    # partner-trained learners: per episode the partner acts uniformly at random with a
+    # probability drawn from these (1.0: a random partner), against the lazy-agent collapse
+    partner_eps: tuple[float, ...] = (0.0,)
+    # ... and that probability is at least 1 - update / (partner_anneal x updates): a random
+    # partner first, the real one by this fraction of training (0: off)
+    partner_anneal: NonNegative = 0.0
     chunk_updates: Count = 25
     eval_envs: Count = 8
     eval_repeats: Count = 3
@@ -79,6 +85,9 @@ def check(cfg: Config) -> None:
     if cfg.updates % min(cfg.chunk_updates, cfg.updates):
         raise ConfigError(f"nestrl.updates: a multiple of chunk_updates ({cfg.chunk_updates}), "
                           f"got {cfg.updates}")
+    if not cfg.partner_eps or any(not 0.0 <= e <= 1.0 for e in cfg.partner_eps):
+        raise ConfigError(f"nestrl.partner_eps: probabilities in [0, 1], at least one, got "
+                          f"{list(cfg.partner_eps)}")
     if any(len(b) != 2 for b in cfg.biases):
         raise ConfigError("nestrl.biases: pairs (onion weight, plate weight)")
 

@@ -100,23 +100,42 @@ def draw_partners(key, pool: ActorCritic, n: int):
     return jax.tree.map(lambda x: x[pick], pool), pick
 
 
-def rollout_partner(game: Game, cfg, agent: ActorCritic, pool: ActorCritic, key, coef):
+def partner_noise(cfg, update) -> jax.Array:
+    """Curriculum floor of the partner's random-action probability: 1 (a random partner) at the
+    start, annealed linearly to 0 by ``partner_anneal`` x updates (0: no curriculum)."""
+    if cfg.partner_anneal <= 0:
+        return jnp.float32(0.0)
+    return jnp.clip(1.0 - update / (cfg.partner_anneal * cfg.updates), 0.0, 1.0)
+
+
+def rollout_partner(game: Game, cfg, agent: ActorCritic, pool: ActorCritic, key, coef,
+                    floor=0.0):
     """The agent in a uniformly drawn seat with a partner drawn uniformly from ``pool`` (stacked
-    agents, leading axis P), per episode. Only the learner's seat is training data."""
+    agents, leading axis P), per episode. Only the learner's seat is training data.
+
+    Per episode a partner noise ``eps`` is drawn uniformly from ``cfg.partner_eps``; at every
+    step the partner's action is replaced by a uniform random one with probability ``eps``
+    (``eps = 1``: a random partner, like FCP's initial checkpoint), at least ``floor`` (the
+    curriculum of :func:`partner_noise`). Returns the rollout, the
+    sparse team return per episode [N] and the per-episode ``eps`` [N]."""
     n = cfg.num_envs
-    k_reset, k_pick, k_seat, k_run = jax.random.split(key, 4)
+    k_reset, k_pick, k_seat, k_run, k_eps = jax.random.split(key, 5)
     partners, _ = draw_partners(k_pick, pool, n)
     seat = jax.random.randint(k_seat, (n,), 0, 2)
+    levels = jnp.asarray(cfg.partner_eps, jnp.float32)
+    eps = jnp.maximum(levels[jax.random.randint(k_eps, (n,), 0, levels.shape[0])], floor)
     obs, state = jax.vmap(game.reset)(jax.random.split(k_reset, n))
     rows = jnp.arange(n)
 
     def body(carry, k):
         obs, state, h, hp = carry
-        k_a, k_p, k_env = jax.random.split(k, 3)
+        k_a, k_p, k_env, k_n, k_u = jax.random.split(k, 5)
         logits, value, h = jax.vmap(agent)(obs[rows, seat], h)
         p_logits, _, hp = jax.vmap(lambda m, o, hh: m(o, hh))(partners, obs[rows, 1 - seat], hp)
         action, logp = jax.vmap(_sample)(jax.random.split(k_a, n), logits)
         p_action = jax.random.categorical(k_p, p_logits)
+        p_action = jnp.where(jax.random.uniform(k_n, (n,)) < eps,
+                             jax.random.randint(k_u, (n,), 0, N_ACTIONS), p_action)
         joint = jnp.where(seat[:, None] == 0, jnp.stack([action, p_action], 1),
                           jnp.stack([p_action, action], 1))
         nobs, state, sparse, shaped, _ = jax.vmap(game.step)(jax.random.split(k_env, n), state, joint)
@@ -126,7 +145,7 @@ def rollout_partner(game: Game, cfg, agent: ActorCritic, pool: ActorCritic, key,
     h0 = jnp.zeros((n, agent.hidden))
     _, (o, a, lp, v, r, sparse) = jax.lax.scan(body, (obs, state, h0, h0),
                                                jax.random.split(k_run, game.horizon))
-    return {"obs": o, "actions": a, "logp": lp, "values": v, "rewards": r}, sparse.sum(0)
+    return {"obs": o, "actions": a, "logp": lp, "values": v, "rewards": r}, sparse.sum(0), eps
 
 
 def population_logp(population: ActorCritic, obs, actions):
@@ -229,31 +248,37 @@ def train(cfg, game: Game, kind: str, pool: ActorCritic | None, *, checkpoint=No
     selfplay = kind in ("level0", "mep_pop")
     snaps_at = jnp.asarray(snapshot_updates(cfg))
 
-    def member_update(state, key, seed_pool, population, bias, coef):
+    def member_update(state, key, seed_pool, population, bias, coef, floor):
         k_roll, k_upd = jax.random.split(key)
         if selfplay:
             traj, ret = rollout_selfplay(game, cfg, state.model, k_roll, bias, coef)
+            random_ret = jnp.float32(-1.0)  # none (metrics must be finite)
             if kind == "mep_pop":
                 mix = population_logp(jax.lax.stop_gradient(population), traj["obs"], traj["actions"])
                 traj = {**traj, "rewards": traj["rewards"] - cfg.mep_alpha * mix}
         else:
-            traj, ret = rollout_partner(game, cfg, state.model, seed_pool, k_roll, coef)
+            traj, ret, eps = rollout_partner(game, cfg, state.model, seed_pool, k_roll, coef,
+                                              floor)
+            solo = eps >= 1.0
+            random_ret = jnp.where(solo.any(), (ret * solo).sum() / jnp.maximum(solo.sum(), 1),
+                                   -1.0)
         traj = {**traj, "rewards": cfg.reward_scale * traj["rewards"]}
         state, terms = ppo_update(cfg, state, traj, k_upd, opt)
-        return state, {**terms, "return": ret.mean()}
+        return state, {**terms, "return": ret.mean(), "return_random_partner": random_ret}
 
-    def seed_update(states, key, seed_pool, coef):
+    def seed_update(states, key, seed_pool, coef, floor):
         population = states.model
         keys = jax.random.split(key, n_members)
-        return jax.vmap(member_update, in_axes=(0, 0, None, None, 0, None))(
-            states, keys, seed_pool, population, biases, coef)
+        return jax.vmap(member_update, in_axes=(0, 0, None, None, 0, None, None))(
+            states, keys, seed_pool, population, biases, coef, floor)
 
     def step(carry, data, key):
         states, snaps, t = carry["states"], carry["snaps"], carry["t"]
-        coef = shaped_coef(cfg, t)
+        coef, floor = shaped_coef(cfg, t), partner_noise(cfg, t)
         keys = jax.random.split(key, len(seeds))
-        states, metrics = jax.vmap(seed_update, in_axes=(0, 0, 0 if data is not None else None, None))(
-            states, keys, data, coef)
+        states, metrics = jax.vmap(seed_update,
+                                   in_axes=(0, 0, 0 if data is not None else None, None, None))(
+            states, keys, data, coef, floor)
         if snaps is not None:
             hit = (t + 1) == snaps_at
             snaps = jax.tree.map(
@@ -306,6 +331,7 @@ def history_rows(cfg, game: Game, kind: str, history: dict) -> list[dict]:
     environment and gradient steps so far."""
     rows = []
     ret, ent = history["return"], history["entropy"]
+    rnd = history["return_random_partner"]
     for u in range(ret.shape[0]):
         for s_i, seed in enumerate(cfg.seeds):
             for m in range(ret.shape[2]):
@@ -315,5 +341,7 @@ def history_rows(cfg, game: Game, kind: str, history: dict) -> list[dict]:
                              "gradient_steps": (u + 1) * cfg.epochs * cfg.minibatches,
                              "obs_dim": game.obs_dim,
                              "return": float(ret[u, s_i, m]), "entropy": float(ent[u, s_i, m]),
+                             "return_random_partner": (float(rnd[u, s_i, m]) if rnd[u, s_i, m] >= 0
+                                                          else float("nan")),
                              "shaped_coef": float(history["shaped_coef"][u])})
     return rows
