@@ -158,16 +158,19 @@ def test_time_sampler_is_unbiased_and_stratification_reduces_variance():
         assert per_row.var() < 0.5 * iid.var(), (method, per_row.var(), iid.var())
 
 
-def test_zero_heads_start_every_uniform_method_at_the_uniform_law():
+@pytest.mark.parametrize("pos_scale", [0.02, 1.0])
+def test_zero_heads_start_every_uniform_method_at_the_uniform_law(pos_scale):
     """Fair start: zero output heads give Neural CTMC and GIDD the same reverse rates (those of
     uniform data), so their bound estimates agree draw by draw, and E[bound] = log V per token
     (the exact NLL of the uniform law; its path KL to every data point's reverse process is 0
-    in expectation)."""
+    in expectation). This holds at any scale of the initial position embeddings (``pos_scale``
+    is their standard deviation)."""
     vocab, length = 5, 4
     nc = make_denoiser("neural_ctmc", vocab_size=vocab, seq_len=length, d_model=8, n_layers=1,
-                       n_heads=1, mlp_ratio=1, key=jax.random.PRNGKey(0))
+                       n_heads=1, mlp_ratio=1, pos_scale=pos_scale, key=jax.random.PRNGKey(0))
     gidd = make_denoiser("gidd", vocab_size=vocab, seq_len=length, d_model=8, n_layers=1,
-                         n_heads=1, mlp_ratio=1, key=jax.random.PRNGKey(1))
+                         n_heads=1, mlp_ratio=1, pos_scale=pos_scale, key=jax.random.PRNGKey(1))
+    assert 0.5 * pos_scale < float(jnp.std(nc.pos)) < 1.5 * pos_scale
     x0 = jax.random.randint(jax.random.PRNGKey(2), (256, length), 0, vocab)
     key = jax.random.PRNGKey(3)
     ours = losses.sequence_bound("neural_ctmc", nc, x0, key, EPS, 4)["bound"]

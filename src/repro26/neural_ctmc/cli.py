@@ -27,6 +27,7 @@ class ModelConfig:
     n_layers: Count
     n_heads: Count
     mlp_ratio: Count
+    pos_scale: Positive = 0.02  # std of the initial position embeddings (token embeddings: 1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,7 +47,7 @@ def init_models(cfg, method: str):
     def make(key):
         return make_denoiser(method, vocab_size=sc.vocab_size, seq_len=sc.seq_len,
                              d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads,
-                             mlp_ratio=m.mlp_ratio, key=key)
+                             mlp_ratio=m.mlp_ratio, pos_scale=m.pos_scale, key=key)
 
     keys = jnp.stack([jax.random.PRNGKey(s) for s in sc.seeds])
     return eqx.filter_vmap(make)(keys)

@@ -137,7 +137,7 @@ def init_denoiser(cfg, method: str, vocab: int, seq_len: int, seed: int):
     m = cfg.model
     return make_denoiser(method, vocab_size=vocab, seq_len=seq_len, d_model=m.d_model,
                          n_layers=m.n_layers, n_heads=m.n_heads, mlp_ratio=m.mlp_ratio,
-                         key=jax.random.PRNGKey(seed))
+                         pos_scale=m.pos_scale, key=jax.random.PRNGKey(seed))
 
 
 def init_scorer(cfg, vocab: int, seq_len: int):
