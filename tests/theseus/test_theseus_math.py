@@ -137,6 +137,17 @@ def test_the_stage_schedule_visits_every_part_once_and_ends_in_the_target(pair):
         assert eqx.tree_equal(M.get_part(net, k), M.get_part(target, k))
 
 
+def test_the_conversion_budget_is_split_in_fixed_proportions_and_adds_up():
+    """Every target gets K x stage_steps steps; a conversion splits them 1 : ... : 1 : w."""
+    from types import SimpleNamespace
+
+    tc = SimpleNamespace(stage_steps=600, last_stage_weight=2)
+    assert train.stage_budget(tc, 3) == [450, 450, 900]
+    assert train.stage_budget(SimpleNamespace(stage_steps=400), 2) == [400, 400]
+    with pytest.raises(ValueError, match="split exactly"):
+        train.stage_budget(SimpleNamespace(stage_steps=1, last_stage_weight=2), 3)
+
+
 @pytest.mark.parametrize("mixer", ["attention", "gru", "linear"])
 def test_token_mixers_are_causal(mixer):
     net = M.make_sequence_model(KEY, 7, 8, 2, 2, 2, mixer)

@@ -74,10 +74,12 @@ def test_train_variant_must_name_task_and_model(tmp_path, variant):
                   out=tmp_path / "x.eqx", variant=variant, progress=False)
 
 
-def test_steps_must_be_multiples_of_the_chunk(tmp_path):
+@pytest.mark.parametrize(("field", "value"), [("stage_steps", 7), ("last_stage_weight", 3)])
+def test_steps_must_be_multiples_of_the_chunk(tmp_path, field, value):
     scale, cfg, _ = _smoke()
-    bad = dataclasses.replace(cfg, image_train=dataclasses.replace(cfg.image_train, stage_steps=7))
-    with pytest.raises(ConfigError, match="stage_steps"):
+    bad = dataclasses.replace(cfg, image_train=dataclasses.replace(cfg.image_train,
+                                                                   **{field: value}))
+    with pytest.raises(ConfigError, match=field):
         run_stage("theseus", "data", cfg=bad, scale=scale, out=tmp_path / "d.npz",
                   variant="task=images", progress=False)
 

@@ -62,8 +62,9 @@ class TextConfig:
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Guide: ``guide_steps``; every target: ``stage_steps`` x number of parts (the conversion
-    spends ``stage_steps`` per replaced part). ``shift`` > 0 (images): every model's training
-    batches are translated by up to ``shift`` pixels (``train.random_shift``)."""
+    spends ``stage_steps`` per replaced part on average: ``train.stage_budget`` splits the budget
+    1 : ... : 1 : ``last_stage_weight`` between its stages). ``shift`` > 0 (images): every
+    model's training batches are translated by up to ``shift`` pixels (``train.random_shift``)."""
 
     batch_size: Count
     lr: Positive
@@ -75,6 +76,7 @@ class TrainConfig:
     chunk_size: Count
     checkpoint_every: Count
     shift: NonNegativeInt = 0
+    last_stage_weight: Count = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +107,11 @@ def check(cfg: Config) -> None:
             if getattr(tc, field) % tc.chunk_size:
                 raise ConfigError(f"theseus.{name}.{field}: must be a multiple of chunk_size "
                                   f"({tc.chunk_size})")
+        n = len(cfg.images.channels) if name == "image_train" else cfg.text.n_layers
+        _, rest = divmod(n * tc.stage_steps, (n - 1 + tc.last_stage_weight) * tc.chunk_size)
+        if rest:
+            raise ConfigError(f"theseus.{name}.last_stage_weight: each stage's share of the "
+                              f"{n * tc.stage_steps} steps must be a multiple of chunk_size")
     c = cfg.images
     if not c.glyph <= c.canvas or not 1 <= c.fragment <= c.glyph:
         raise ConfigError("theseus.images: need fragment <= glyph <= canvas")

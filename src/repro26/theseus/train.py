@@ -19,7 +19,8 @@ Models (budget B = ``stage_steps x K`` steps for every target, K = number of par
 * ``oneshot``: every part of the guide replaced by a fresh target part at once, then trained for
   B steps on the conversion loss below;
 * ``not`` (Network of Theseus): for k = 0..K-1, replace part k by a fresh target part and train
-  the hybrid for ``stage_steps`` on the conversion loss over the converted stages j <= k;
+  the hybrid for its share of B (:func:`stage_budget`) on the conversion loss over the
+  converted stages j <= k;
   ``not_mnn`` the same with the soft mutual-NN score; ``not_untrained`` towards an *untrained*
   guide (random init of the guide architecture, never trained).
 
@@ -350,15 +351,32 @@ def train_model(cfg, task: Task, model: str, guide: M.Network | None, out: Path,
                      4, ckpt("train"), f"{task.name}:oneshot", progress)
         record(net, K, budget, K)
         return net, rows
-    # Network of Theseus: one part per stage, in order.
+    # Network of Theseus: one part per stage, in order, each with its fixed share of the budget.
     net = guide
     record(net, 0, 0, 0)
-    for k, aligned in stage_schedule(K):
+    done = 0
+    for (k, aligned), steps in zip(stage_schedule(K), stage_budget(tc, K), strict=True):
         net = M.swap(net, k, target)
         net, _ = fit(net, guide, task, make_loss(cfg, model, aligned, aligned, K), seeds,
-                     tc.stage_steps, 10 + k, ckpt(f"stage{k}"), f"{task.name}:{model} stage {k + 1}/{K}", progress)
-        record(net, k + 1, (k + 1) * tc.stage_steps, k + 1)
+                     steps, 10 + k, ckpt(f"stage{k}"), f"{task.name}:{model} stage {k + 1}/{K}", progress)
+        done += steps
+        record(net, k + 1, done, k + 1)
     return net, rows
+
+
+def stage_budget(tc, n: int) -> list[int]:
+    """Steps of each of the ``n`` conversion stages: the budget ``n x stage_steps`` (the same as
+    every other target's) split in the fixed proportions 1 : ... : 1 : ``last_stage_weight``.
+    The split is set in the config before any run, not fitted: the last part (images: the
+    globally pooled CNN stage) removes the guide's last inductive bias, so the MLP replacing it
+    must learn the translation invariance the global pooling gave for free; at an equal share it
+    underfitted its training data (train accuracy 80%, after 85% with the stage before)."""
+    weights = (1,) * (n - 1) + (getattr(tc, "last_stage_weight", 1),)
+    budget = n * tc.stage_steps
+    steps = [budget * w // sum(weights) for w in weights]
+    if sum(steps) != budget:
+        raise ValueError(f"last_stage_weight: the budget {budget} does not split exactly")
+    return steps
 
 
 def stage_schedule(n: int) -> list[tuple[int, tuple[int, ...]]]:
