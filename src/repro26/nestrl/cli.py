@@ -40,16 +40,16 @@ class Config:
     gae_lambda: Probability = 0.95
     clip_eps: Positive = 0.2
     vf_coef: NonNegative = 0.5
-    ent_coef: NonNegative = 0.01
+    ent_coef: NonNegative = 0.05
     max_grad_norm: Positive = 0.5
     reward_scale: Positive = 0.05  # the learner's reward times this (value targets of order 1)
     shaped_anneal: Probability = 0.5  # shaping weight reaches 0 at this fraction of the updates
     # partner-trained learners: per episode the partner acts uniformly at random with a
     # probability drawn from these (1.0: a random partner), against the lazy-agent collapse
-    partner_eps: tuple[float, ...] = (0.0,)
+    partner_eps: tuple[float, ...] = (0.0, 1.0)
     # ... and that probability is at least 1 - update / (partner_anneal x updates): a random
     # partner first, the real one by this fraction of training (0: off)
-    partner_anneal: NonNegative = 0.0
+    partner_anneal: NonNegative = 0.5
     chunk_updates: Count = 25
     eval_envs: Count = 8
     eval_repeats: Count = 3
