@@ -10,8 +10,8 @@ import matplotlib.image
 import pytest
 
 from repro26.core.claims import VERDICTS, validate_claims_file
-from repro26.core.registry import implemented_methods, method_figures
 from repro26.core.jobs import logged_job_cost
+from repro26.core.registry import implemented_methods, method_figures
 
 TREE = Path(os.environ["REPRO26_SMOKE_TREE"]) if os.environ.get("REPRO26_SMOKE_TREE") else None
 pytestmark = pytest.mark.skipif(TREE is None, reason="no smoke pipeline tree: REPRO26_SMOKE_TREE unset")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from repro26.core.jobs import logged_job_cost
+from repro26.core.jobs import benchmark_job_cost
 
 DEFAULTS = {"account": "", "cpu_partition": "cpu", "gpu_partition": "gpu", "paper_time_factor": 30,
             "paper_memory_factor": 4}
@@ -50,7 +50,7 @@ def measured_cost(root: Path, benchmark_pattern: str, results: str) -> tuple[flo
         walls.append(float(record["s"]))
         with contextlib.suppress(KeyError, ValueError):
             peaks.append(float(record["max_rss"]))
-        logged = logged_job_cost(tsv.parent.parent / "logs" / f"{tsv.stem}.log")
+        logged = benchmark_job_cost(tsv)
         if logged is not None and logged["peak_mb"] is not None:
             peaks.append(logged["peak_mb"])
     return (max(walls), max(peaks, default=0.0)) if walls else None

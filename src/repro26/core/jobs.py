@@ -83,6 +83,12 @@ def job_cpu_line() -> str:
             f"peak memory {peak_mb:.0f} MB")
 
 
+def benchmark_job_cost(benchmark_tsv: Path) -> dict[str, float | None] | None:
+    """:func:`logged_job_cost` of the job whose Snakemake benchmark file this is (its log has the
+    same name under ``logs/``: ``<method>/benchmarks/<job>.tsv``, ``<method>/logs/<job>.log``)."""
+    return logged_job_cost(benchmark_tsv.parent.parent / "logs" / f"{benchmark_tsv.stem}.log")
+
+
 def logged_job_cost(log: Any) -> dict[str, float | None] | None:
     """``{"cpu_s", "peak_mb"}`` from a stage log's last :func:`job_cpu_line` (``peak_mb`` None on
     a line without it), or ``None`` when the log has none (a shell job, a failed or older run)."""

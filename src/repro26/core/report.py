@@ -162,11 +162,12 @@ def job_costs(results: Path, methods: set[str] | None = None) -> list[dict]:
     """Per method (those in ``methods``, or all): jobs, summed CPU time, summed and largest wall
     time, peak resident memory, over the ``benchmarks/*.tsv`` files Snakemake wrote for every
     job. A job's CPU seconds (and peak memory) are the larger of those its log reports
-    (:func:`repro26.core.jobs.job_cpu_line`: the whole stage process, but not the shell around
-    it) and Snakemake's ``cpu_time`` (``max_rss``); a job whose log has no such line (a shell job, an older
-    run) counts the ``cpu_time`` column alone, which Snakemake samples every second for 30 s
-    and every 30 s after, so a longer job loses up to 30 s of CPU at its end. ``sampled_jobs`` counts those longer jobs."""
-    from repro26.core.jobs import logged_job_cost
+    (:func:`repro26.core.jobs.job_cpu_line`: the whole stage process, not the shell around it)
+    and Snakemake's ``cpu_time`` (``max_rss``). A job whose log has no such line (a shell job, an
+    older run) counts ``cpu_time`` alone, which Snakemake samples every second for 30 s and every
+    30 s after, so a longer job loses up to 30 s of CPU at its end; ``sampled_jobs`` counts those
+    longer jobs."""
+    from repro26.core.jobs import benchmark_job_cost
 
     rows = []
     for folder in sorted(p for p in Path(results).glob("*/benchmarks") if p.is_dir()):
@@ -181,7 +182,7 @@ def job_costs(results: Path, methods: set[str] | None = None) -> list[dict]:
             walls.append(float(record.get("s", "nan")))
             sample: list[float] = []
             _append_float(record, "cpu_time", sample)
-            logged = logged_job_cost(folder.parent / "logs" / f"{tsv.stem}.log")
+            logged = benchmark_job_cost(tsv)
             if logged is not None:  # both are lower bounds: the log's misses the shell around it
                 cpus.append(max(sample + [logged["cpu_s"]]))
             elif sample:
@@ -225,9 +226,9 @@ def _cost_rows(costs: list[dict]) -> list[str]:
              f"{sum(c['wall_s'] for c in costs):.0f} s of summed job wall time."]
     sampled = sum(c["sampled_jobs"] for c in costs)
     if sampled:
-        rows += ["", f"CPU time is each job's own count from its log; {sampled} jobs of over "
-                 f"{SAMPLED_AFTER_S:.0f} s have none (an older run) and count Snakemake's sampled "
-                 "`cpu_time`, which can be up to 30 s low each."]
+        rows += ["", f"A job's CPU time is the larger of its log's own count and Snakemake's; "
+                 f"{sampled} jobs of over {SAMPLED_AFTER_S:.0f} s have no log count (an older run) "
+                 "and count Snakemake's sampled `cpu_time` alone, which can be up to 30 s low each."]
     return rows
 
 

@@ -34,6 +34,7 @@ from scipy import stats
 
 CONTROL = "control"
 
+
 def _block(result: Any) -> Any:
     import jax
 
