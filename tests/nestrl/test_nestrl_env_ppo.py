@@ -161,7 +161,7 @@ def test_every_parameter_learns_under_the_ppo_loss(game, kind):
     assert_every_parameter_learns(model, lambda m, b: train.sequence_loss(cfg, m, b)[0], batches)
 
 
-def test_partner_noise_curriculum_and_per_episode_levels():
+def test_partner_curriculum_shaping_schedule_and_per_episode_levels():
     """The lazy-agent fix (issue 40): the partner's random-action floor falls linearly from 1 to 0
     over ``partner_anneal`` of the updates (0 turns it off); per episode the noise is a level of
     ``partner_eps``, at least the floor; with noise 1 the partner's actions do not depend on the
@@ -172,6 +172,12 @@ def test_partner_noise_curriculum_and_per_episode_levels():
     got = [float(train.partner_noise(cfg, u)) for u in (0, 25, 50, 99)]
     np.testing.assert_allclose(got, [1.0, 0.5, 0.0, 0.0], atol=1e-6)
     assert float(train.partner_noise(SimpleNamespace(updates=100, partner_anneal=0.0), 0)) == 0.0
+    # shaping: annealed over shaped_anneal of the updates from the start for self-play, from the
+    # curriculum's end for partner-trained learners
+    sched = SimpleNamespace(updates=100, partner_anneal=0.5, shaped_anneal=0.5)
+    at = lambda selfplay: [float(train.shaped_coef(sched, u, selfplay)) for u in (0, 25, 50, 75, 99)]
+    np.testing.assert_allclose(at(True), [1.0, 0.5, 0.0, 0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(at(False), [1.0, 1.0, 1.0, 0.5, 0.02], atol=1e-6)
 
     short = E.game("cramped_room", 8)
     agents = init_agents(short.obs_dim, 4, E.N_ACTIONS, jax.random.split(jax.random.PRNGKey(8), 3))

@@ -159,7 +159,9 @@ def training_curves(run):
     """Training curves: mean sparse team return per episode (20 per soup) during PPO, against
     environment steps per learner, for every training job (level-0 population, NestRL levels,
     FCP and MEP best responses, MEP population), averaged over 25 equal blocks of updates. The
-    learners also received jaxmarl's shaped reward, annealed linearly to 0 (dashed, right axis).
+    learners also received jaxmarl's shaped reward, annealed linearly to 0 (right axis): from the
+    start for self-play kinds (dashed), after the partner curriculum for learners with partners
+    (dotted).
     Bands: 95% CI over seeds (members averaged)."""
     cfg = run.cfg
     curves = tables.concat([tables.read(p, ("kind", "seed", "env_steps", "return"))
@@ -179,10 +181,16 @@ def training_curves(run):
         label = {"level0": "level 0 (SP + biased)", "mep_pop": "MEP population", "fcp": "FCP",
                  "mep": "MEP"}.get(kind, _label(kind, cfg))
         plotting.line_with_ci(ax, steps, per_seed, label=label, color=f"C{i}")
-    coef = tables.select(curves, kind=tables.unique(curves, "kind")[0])
     twin = ax.twinx()
-    order = np.argsort(coef["env_steps"])
-    twin.plot(coef["env_steps"][order], coef["shaped_coef"][order], "k--", lw=0.8)
+    # the shaping schedules: self-play kinds from the start, partner-trained kinds after the
+    # partner curriculum
+    for kind, style in (("level0", "k--"), ("fcp", "k:")):
+        coef = tables.select(curves, kind=kind)
+        if len(coef["env_steps"]):
+            order = np.argsort(coef["env_steps"])
+            twin.plot(coef["env_steps"][order], coef["shaped_coef"][order], style, lw=0.8,
+                      label=f"shaping weight ({'self-play' if kind == 'level0' else 'with partners'})")
+    twin.legend(fontsize=6, frameon=False, loc="upper right")
     twin.set_ylabel("shaping weight")
     twin.set_ylim(0, 1.05)
     ax.set_xlabel("environment steps per learner")

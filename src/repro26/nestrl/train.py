@@ -4,7 +4,9 @@ driven by ``repro26.core.train.run_loop`` (one PPO update = one step; resumable)
 Every rollout is ``num_envs`` whole episodes of ``horizon`` steps, so the GRU starts from zero at
 the rollout's start and minibatches are whole sequences (recomputed exactly in the update).
 The learner's reward is the shared sparse reward (20 per soup) plus jaxmarl's shaping
-scaled by ``1 - update / (shaped_anneal * updates)`` (annealed to 0, as in Carroll et al. 2019)
+scaled by ``1 - (update - start) / (shaped_anneal * updates)`` clipped to [0, 1] (annealed to 0,
+as in Carroll et al. 2019; ``start`` = 0 for self-play kinds, the end of the partner curriculum,
+``partner_anneal * updates``, for partner-trained learners: :func:`shaped_coef`)
 plus, for reward-biased level-0 members, ``bias · events`` (onion into a pot, plate or soup
 picked up; never annealed: it is their utility), all of it times ``reward_scale`` (0.05: a soup
 is worth 1). The scale leaves the policy term unchanged (normalised advantages) and sets how much
@@ -25,7 +27,8 @@ Training kinds (``train_kinds(cfg)``):
 
 Schedule (JaxMARL's IPPO Overcooked, ``baselines/IPPO``): ``epochs`` passes of ``minibatches``
 minibatches per update, Adam's learning rate annealed linearly to 0 over the job's gradient steps,
-the shaping annealed to 0 over the first ``shaped_anneal`` of the updates.
+the shaping annealed to 0 over ``shaped_anneal`` of the updates (from the start, or from the end
+of the partner curriculum).
 """
 
 from __future__ import annotations
@@ -54,8 +57,13 @@ def optimizer(cfg) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr))
 
 
-def shaped_coef(cfg, update) -> jax.Array:
-    return jnp.clip(1.0 - update / (cfg.shaped_anneal * cfg.updates), 0.0, 1.0)
+def shaped_coef(cfg, update, selfplay: bool = True) -> jax.Array:
+    """Weight of the shaped reward: 1, then annealed linearly to 0 over ``shaped_anneal`` x
+    updates, starting at update 0 for self-play kinds and, for partner-trained learners, when
+    the partner curriculum ends (``partner_anneal`` x updates; issue 40: shaping that vanishes
+    while the partner is still mostly random leaves some learners passive)."""
+    start = 0.0 if selfplay else cfg.partner_anneal * cfg.updates
+    return jnp.clip(1.0 - (update - start) / (cfg.shaped_anneal * cfg.updates), 0.0, 1.0)
 
 
 def _sample(key, logits):
@@ -274,7 +282,7 @@ def train(cfg, game: Game, kind: str, pool: ActorCritic | None, *, checkpoint=No
 
     def step(carry, data, key):
         states, snaps, t = carry["states"], carry["snaps"], carry["t"]
-        coef, floor = shaped_coef(cfg, t), partner_noise(cfg, t)
+        coef, floor = shaped_coef(cfg, t, selfplay), partner_noise(cfg, t)
         keys = jax.random.split(key, len(seeds))
         states, metrics = jax.vmap(seed_update,
                                    in_axes=(0, 0, 0 if data is not None else None, None, None))(
