@@ -49,6 +49,10 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     g = final["accuracy"][(final["model"] == "guide") & (final["task"] == "images")]
     s0 = stages["accuracy"][not_images & (stages["stage"] == 0) & (stages["task"] == "images")]
     np.testing.assert_allclose(np.sort(s0), np.sort(g), atol=1e-6)
+    # the final metrics of a conversion are its training job's last stage (not recomputed)
+    n_final = final["accuracy"][(final["model"] == "not") & (final["task"] == "images")]
+    s3 = stages["accuracy"][not_images & (stages["stage"] == 3) & (stages["task"] == "images")]
+    np.testing.assert_array_equal(n_final, s3)
     guide_rows = (final["model"] == "guide")
     np.testing.assert_allclose(final["cka_0"][guide_rows], 1.0, atol=1e-4)
     tables = [tmp_path / "tables" / "final.csv", tmp_path / "tables" / "stages.csv"]

@@ -1,10 +1,14 @@
-"""Final metrics of every trained model, read back from the jobs' checkpoints.
+"""Final metrics of every trained model: the training jobs' own last rows, plus what they lack.
 
 For each task and model: test accuracy, NLL (nats per label; per character for text) and
 perplexity ``exp(NLL)`` per seed, the parameter count, how many parts are of the target
 architecture (``target_parts`` of ``n_parts``), and the linear CKA between each stage
 output and the guide's on the first ``cka_samples`` test inputs (the guide the model was aligned
-to: the untrained guide for ``not_untrained``, the trained one otherwise).
+to: the untrained guide for ``not_untrained``, the trained one otherwise). The test metrics, and
+a conversion's CKA, are those its training job measured on its final network (the last row of
+its ship table, the same network as its checkpoint): they are not recomputed. Only the CKA of
+the models trained without a guide (guide, scratch, distillation) is computed here, from their
+checkpoints; the parameter and part counts are read off the loaded networks.
 """
 
 from __future__ import annotations
@@ -46,6 +50,15 @@ def target_parts(net, target) -> int:
                for k in range(M.n_parts(net)))
 
 
+def final_row(table: dict, seed) -> dict:
+    """The metrics of ``seed``'s final network in a job's ship table: its last stage's row
+    (test ``nll``, ``accuracy``, ``perplexity`` and any ``cka_j``)."""
+    rows = table["seed"] == seed
+    last = rows & (table["stage"] == table["stage"][rows].max())
+    keep = [k for k in table if k in ("nll", "accuracy", "perplexity") or k.startswith("cka_")]
+    return {k: float(table[k][last][0]) for k in keep}
+
+
 def gather(cfg, inputs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
     """``(final rows, stage rows)`` over every task and model."""
     from repro26.theseus.cli import models_of
@@ -55,24 +68,22 @@ def gather(cfg, inputs: Sequence[Path]) -> tuple[list[dict], list[dict]]:
         task = train.make_task(cfg, task_name, load_npz(_find(inputs, f"{task_name}.npz")))
         trained = io.load_model(_find(inputs, task_name, "guide.eqx"),
                                 train.skeleton(task, "guide", cfg.seeds))
-        untrained = train.stacked(task.make_guide, cfg.seeds, "guide")
         target = train.stacked(task.make_target, cfg.seeds, "target")
         for model in models_of(cfg, task_name):
             net = io.load_model(_find(inputs, task_name, f"{model}.eqx"),
                                 train.skeleton(task, model, cfg.seeds))
-            metrics = train.evaluate(net, task)
-            reference = untrained if model == "not_untrained" else trained
-            cka = (train.layer_cka(net, reference, task, cfg.cka_samples)
-                   if model != "linear" else None)
+            table = io.read_table(_find(inputs, task_name, f"{model}.csv"))
+            cka = None
+            if model != "linear" and not any(k.startswith("cka_") for k in table):
+                cka = train.layer_cka(net, trained, task, cfg.cka_samples)
             size = n_params(net)
             arch = {"target_parts": target_parts(net, target), "n_parts": train.n_parts(task)}
             for i, seed in enumerate(cfg.seeds):
                 row = {"task": task_name, "model": model, "seed": seed, "params": size, **arch,
-                       **{k: float(v[i]) for k, v in metrics.items()},
+                       **final_row(table, seed),
                        "aligned_to": "untrained_guide" if model == "not_untrained" else "guide"}
                 if cka is not None:
                     row.update({f"cka_{j}": float(cka[i, j]) for j in range(cka.shape[1])})
                 final.append(row)
-            table = io.read_table(_find(inputs, task_name, f"{model}.csv"))
             stage_rows.extend(dict(zip(table, vals)) for vals in zip(*table.values()))
     return final, stage_rows
