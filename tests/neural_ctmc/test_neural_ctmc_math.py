@@ -158,6 +158,22 @@ def test_time_sampler_is_unbiased_and_stratification_reduces_variance():
         assert per_row.var() < 0.5 * iid.var(), (method, per_row.var(), iid.var())
 
 
+def test_batch_wide_times_tile_the_unit_interval_and_stay_unbiased():
+    """``across_batch``: the n K draws of a batch fall one in each cell [j/(nK), (j+1)/(nK))
+    (MDLM's low-discrepancy sampler), every row keeps one draw per stratum [k/K, (k+1)/K), and
+    the batch mean of ``w f(t)`` is unbiased (f = t^2 for MDLM's proposal t = u^2, w = 2 sqrt t:
+    the masked-token term ``1[masked] / t`` then has finite variance, ``E[w^2 / t] = 4``)."""
+    n, draws = 8, 4
+    t, _ = losses.sample_times(jax.random.PRNGKey(5), n, draws, EPS, "mdlm", across_batch=True)
+    u = np.sqrt(np.asarray(t))
+    np.testing.assert_array_equal(np.sort(np.floor(u.reshape(-1) * n * draws)), np.arange(n * draws))
+    np.testing.assert_array_equal(np.floor(u * draws), np.tile(np.arange(draws), (n, 1)))
+    means = [float(jnp.mean(w * t ** 2)) for t, w in (
+        losses.sample_times(jax.random.PRNGKey(k), n, draws, EPS, "mdlm", across_batch=True)
+        for k in range(400))]
+    np.testing.assert_allclose(np.mean(means), 1.0 / 3.0, rtol=5e-3)
+
+
 @pytest.mark.parametrize("pos_scale", [0.02, 1.0])
 def test_zero_heads_start_every_uniform_method_at_the_uniform_law(pos_scale):
     """Fair start: zero output heads give Neural CTMC and GIDD the same reverse rates (those of
