@@ -335,7 +335,7 @@ def sequence_bound(method: str, model, x0: Int[Array, "B L"], key: PRNGKeyArray,
         logits, _ = jax.vmap(model)(xt, t)
         nll = -jnp.take_along_axis(jax.nn.log_softmax(logits, -1), x0[..., None], -1)[..., 0]
         per_pos = jnp.where(xt == vocab, nll / t[:, None], 0.0)
-        return {"bound": per_sequence(per_pos.sum(-1) / length)}
+        return {"bound": per_sequence(w * per_pos.sum(-1) / length)}
     xt = corrupt_uniform(k_x, x0, t, eps, vocab)
     logits, rate_h = jax.vmap(model)(xt, t)
     tt = jnp.broadcast_to(t[:, None], x0.shape)
