@@ -158,6 +158,22 @@ def test_time_sampler_is_unbiased_and_stratification_reduces_variance():
         assert per_row.var() < 0.5 * iid.var(), (method, per_row.var(), iid.var())
 
 
+def test_batch_wide_times_tile_the_unit_interval_and_stay_unbiased():
+    """``across_batch``: the n K draws of a batch fall one in each cell [j/(nK), (j+1)/(nK))
+    (MDLM's low-discrepancy sampler), every row keeps one draw per stratum [k/K, (k+1)/K), and
+    the batch mean of ``w f(t)`` is unbiased (f = t^2 for MDLM's proposal t = u^2, w = 2 sqrt t:
+    the masked-token term ``1[masked] / t`` then has finite variance, ``E[w^2 / t] = 4``)."""
+    n, draws = 8, 4
+    t, _ = losses.sample_times(jax.random.PRNGKey(5), n, draws, EPS, "mdlm", across_batch=True)
+    u = np.sqrt(np.asarray(t))
+    np.testing.assert_array_equal(np.sort(np.floor(u.reshape(-1) * n * draws)), np.arange(n * draws))
+    np.testing.assert_array_equal(np.floor(u * draws), np.tile(np.arange(draws), (n, 1)))
+    means = [float(jnp.mean(w * t ** 2)) for t, w in (
+        losses.sample_times(jax.random.PRNGKey(k), n, draws, EPS, "mdlm", across_batch=True)
+        for k in range(400))]
+    np.testing.assert_allclose(np.mean(means), 1.0 / 3.0, rtol=5e-3)
+
+
 @pytest.mark.parametrize("pos_scale", [0.02, 1.0])
 def test_zero_heads_start_every_uniform_method_at_the_uniform_law(pos_scale):
     """Fair start: zero output heads give Neural CTMC and GIDD the same reverse rates (those of
@@ -349,3 +365,28 @@ def test_wsd_schedule_and_its_half_run_branch():
                                atol=1e-7)
     with pytest.raises(ValueError):
         make_schedule(dataclasses.replace(tc, decay=18), 20)  # decay would start in the warm-up
+
+
+def test_mdlm_bound_is_the_time_integral_of_the_masked_cross_entropy():
+    """A context-free model predicting softmax(t log p) at time t has MDLM bound
+    int_0^1 (1/t) P(masked) CE_t(x0) dt = int_0^1 CE_t(x0) dt per token: unbiased under the
+    proposal t = u^2 only with its weight 2 sqrt t (per-row and batch-wide times)."""
+    import equinox as eqx
+
+    log_p = jnp.log(jnp.array([0.6, 0.3, 0.1]))
+
+    class Tempered(eqx.Module):
+        vocab_size: int = 3
+
+        def __call__(self, x, t):
+            return jnp.broadcast_to(t * log_p, x.shape + (3,)), jnp.zeros(x.shape)
+
+    x0 = jax.random.categorical(jax.random.PRNGKey(0), log_p, shape=(20000, 4))
+    grid = (np.arange(20000) + 0.5) / 20000
+    ce = -np.asarray(jax.nn.log_softmax(grid[:, None] * log_p[None, :]))  # (grid, V)
+    freq = np.bincount(np.asarray(x0).reshape(-1), minlength=3) / x0.size
+    truth = float((ce.mean(0) * freq).sum())
+    for across in (False, True):
+        b = np.asarray(losses.sequence_bound("mdlm", Tempered(), x0, jax.random.PRNGKey(1), EPS,
+                                             2, across)["bound"])
+        assert abs(b.mean() - truth) < 4 * b.std() / np.sqrt(b.size) + 1e-3, (across, b.mean())

@@ -1,19 +1,17 @@
 # Neural CTMC (paper 1) vs MDLM / SEDD / GIDD, two studies.
 # synthetic: synthetic_train (per method, seeds vmapped; the trained and the half-way model) ->
 #   synthetic_evaluate (exact output laws), synthetic_floors (exact-rate samplers, trivial baselines) -> summarize.
-# text: data -> scorer -> train (method x seed) -> evaluate -> summarize.
+# text: data -> scorer -> train (per method, seeds vmapped) -> evaluate -> summarize.
 # Figures, claims and the `neural_ctmc` target come from workflow/rules/protocol.smk.
 NC = "neural_ctmc"
 NC_CFG = method_config(NC)
 NC_CORPORA = ["text"]
 NC_METHODS = ["neural_ctmc", "gidd", "mdlm", "sedd"]
-NC_SEEDS = NC_CFG["seeds"]
 
 
 wildcard_constraints:
     nc_corpus="|".join(NC_CORPORA),
     nc_method="|".join(NC_METHODS),
-    nc_seed=r"\d+",
 
 
 rule neural_ctmc_data:
@@ -57,17 +55,17 @@ rule neural_ctmc_scorer:
 
 
 rule neural_ctmc_train:
-    """One diffusion model per corpus, method and seed (same backbone, optimiser, tokens)."""
+    """All seeds of one method on a corpus (vmapped; same backbone, optimiser, tokens)."""
     input:
         cfg=config_path(NC, "train"),
         data=out(NC, "data", "{nc_corpus}.npz"),
     output:
-        model=out(NC, "runs", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.eqx"),
-        curve=out(NC, "runs", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.csv"),
+        model=out(NC, "runs", "{nc_corpus}", "{nc_method}.eqx"),
+        curve=out(NC, "runs", "{nc_corpus}", "{nc_method}.csv"),
     log:
-        log_path(NC, "train_{nc_corpus}_{nc_method}_seed{nc_seed}"),
+        log_path(NC, "train_{nc_corpus}_{nc_method}"),
     benchmark:
-        bench_path(NC, "train_{nc_corpus}_{nc_method}_seed{nc_seed}")
+        bench_path(NC, "train_{nc_corpus}_{nc_method}")
     threads: THREADS
     resources:
         **train_resources(),
@@ -78,24 +76,25 @@ rule neural_ctmc_train:
             NC,
             "train",
             "--variant corpus={wildcards.nc_corpus},method={wildcards.nc_method}"
-            " --seed {wildcards.nc_seed} --input {input.data} --out {output.model}",
+            " --input {input.data} --out {output.model}",
         )
 
 
 rule neural_ctmc_evaluate:
-    """Validation ELBO; samples at every step count; generative PPL and sample entropy."""
+    """Validation ELBO; samples at every step count; generative PPL and sample entropy (every
+    seed of one method)."""
     input:
         cfg=config_path(NC, "evaluate"),
         data=out(NC, "data", "{nc_corpus}.npz"),
-        model=out(NC, "runs", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.eqx"),
+        model=out(NC, "runs", "{nc_corpus}", "{nc_method}.eqx"),
         scorer=out(NC, "scorer", "text.eqx"),
     output:
-        table=out(NC, "eval", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.csv"),
-        samples=out(NC, "eval", "{nc_corpus}", "{nc_method}", "seed{nc_seed}.samples.json"),
+        table=out(NC, "eval", "{nc_corpus}", "{nc_method}.csv"),
+        samples=out(NC, "eval", "{nc_corpus}", "{nc_method}.samples.json"),
     log:
-        log_path(NC, "evaluate_{nc_corpus}_{nc_method}_seed{nc_seed}"),
+        log_path(NC, "evaluate_{nc_corpus}_{nc_method}"),
     benchmark:
-        bench_path(NC, "evaluate_{nc_corpus}_{nc_method}_seed{nc_seed}")
+        bench_path(NC, "evaluate_{nc_corpus}_{nc_method}")
     threads: THREADS
     resources:
         **train_resources(),
@@ -106,7 +105,7 @@ rule neural_ctmc_evaluate:
             NC,
             "evaluate",
             "--variant corpus={wildcards.nc_corpus},method={wildcards.nc_method}"
-            " --seed {wildcards.nc_seed} --input {input.data} {input.model} {input.scorer}"
+            " --input {input.data} {input.model} {input.scorer}"
             " --out {output.table}",
         )
 
@@ -209,12 +208,8 @@ rule neural_ctmc_summarize:
     """Text per-job tables -> eval.csv, curves.csv, reference.csv."""
     input:
         cfg=config_path(NC, "summarize"),
-        evals=expand(
-            out(NC, "eval", "{c}", "{m}", "seed{s}.csv"), c=NC_CORPORA, m=NC_METHODS, s=NC_SEEDS
-        ),
-        curves=expand(
-            out(NC, "runs", "{c}", "{m}", "seed{s}.csv"), c=NC_CORPORA, m=NC_METHODS, s=NC_SEEDS
-        ),
+        evals=expand(out(NC, "eval", "{c}", "{m}.csv"), c=NC_CORPORA, m=NC_METHODS),
+        curves=expand(out(NC, "runs", "{c}", "{m}.csv"), c=NC_CORPORA, m=NC_METHODS),
         refs=[out(NC, "data", f"{c}.json") for c in NC_CORPORA] + [out(NC, "scorer", "text.json")],
     output:
         evals=out(NC, "tables", "eval.csv"),

@@ -2,7 +2,7 @@
 
 Two studies. ``synthetic`` (decisive): synthetic_train (per method, seeds vmapped) ->
 synthetic_evaluate (exact output laws) and synthetic_floors (exact-rate samplers, trivial
-baselines). ``text``: data -> scorer -> train (method x seed) -> evaluate. Both end in
+baselines). ``text``: data -> scorer -> train (per method, seeds vmapped) -> evaluate. Both end in
 summarize; the figure stages (``figures.FIGURES``) and claims (``claims.CLAIMS``) come from core.
 """
 
@@ -126,20 +126,21 @@ def scorer_stage(run: Run) -> None:
     train.train_scorer(run, run.variant["corpus"])
 
 
-@stage({"corpus": CORPORA, "method": METHODS}, seed=True)
+@stage({"corpus": CORPORA, "method": METHODS})
 def train_stage(run: Run) -> None:
-    """One diffusion model (corpus, method, seed): checkpoint and training curve."""
+    """Every seed of one diffusion method on a corpus (vmapped): stacked checkpoint, curves."""
     from repro26.neural_ctmc import train
 
-    train.train_model(run, run.variant["corpus"], run.variant["method"], run.seed)
+    train.train_model(run, run.variant["corpus"], run.variant["method"])
 
 
-@stage({"corpus": CORPORA, "method": METHODS}, seed=True)
+@stage({"corpus": CORPORA, "method": METHODS})
 def evaluate_stage(run: Run) -> None:
-    """ELBO, samples at every step count, generative PPL and sample entropy of one model."""
+    """ELBO, samples at every step count, generative PPL and sample entropy of every seed of
+    one method."""
     from repro26.neural_ctmc import evaluate
 
-    evaluate.evaluate_model(run, run.variant["corpus"], run.variant["method"], run.seed)
+    evaluate.evaluate_model(run, run.variant["corpus"], run.variant["method"])
 
 
 @stage({"method": METHODS})

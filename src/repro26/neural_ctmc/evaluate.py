@@ -1,7 +1,7 @@
-"""Evaluation of one trained model, and the summary tables the figures and claims read.
+"""Evaluation of one method's trained models (every seed), and the summary tables the figures and claims read.
 
-Per (corpus, method, seed) the ``evaluate`` stage writes a tidy table with rows
-``(metric, sampler, steps, value)``:
+Per (corpus, method) the ``evaluate`` stage writes one tidy table for every seed, rows
+``(seed, metric, sampler, steps, value)``:
 
 * ``elbo_nll`` / ``elbo_nll_se`` — the variational bound on validation NLL in nats/token (its
   exponential is the bound on validation perplexity), averaged over ``elbo_draws`` Monte Carlo
@@ -27,7 +27,7 @@ from repro26.core import io, tables
 from repro26.neural_ctmc import data as D
 from repro26.neural_ctmc import losses, solvers
 from repro26.neural_ctmc.model import n_parameters, scorer_nll
-from repro26.neural_ctmc.train import init_denoiser, init_scorer, load_corpus
+from repro26.neural_ctmc.train import init_denoisers, init_scorer, load_corpus, seed_slice
 
 
 @eqx.filter_jit
@@ -51,51 +51,58 @@ def elbo_nll(method: str, model, val: np.ndarray, key, eps: float, draws: int, b
     return float(per_seq.mean()), float(per_seq.std(ddof=1) / np.sqrt(len(per_seq)))
 
 
-def evaluate_model(run, corpus: str, method: str, seed: int) -> None:
-    """Evaluation table and shown samples of one trained model (see the module docstring)."""
+def evaluate_model(run, corpus: str, method: str) -> None:
+    """Evaluation table (every seed) and shown samples (per seed) of one method's stacked
+    models (see the module docstring); the seeds share each compiled function."""
     cfg, ev = run.cfg, run.cfg.eval
     arrays = load_corpus(run.input(f"{corpus}.npz"))
     vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
-    like = init_denoiser(cfg, method, vocab, seq_len, seed)
-    model = io.load_model(run.input(f"seed{seed}.eqx"), like)
+    stacked = io.load_model(run.input(f"{method}.eqx"),
+                            init_denoisers(cfg, method, vocab, seq_len))
     scorer = None
     if corpus == "text":
         scorer = io.load_model(run.input(f"scorer/{corpus}.eqx"), init_scorer(cfg, vocab, seq_len))
         score = eqx.filter_jit(scorer_nll)
-
-    key = jax.random.PRNGKey(10_007 * (seed + 1))
-    k_elbo, k_samp = jax.random.split(key)
     val = arrays["val"][: ev.n_val]
-    nll, nll_se = elbo_nll(method, model, val, k_elbo, cfg.eps, ev.elbo_draws, ev.batch_size)
-    base = {"corpus": corpus, "method": method, "seed": seed}
-    rows = [{**base, "metric": "elbo_nll", "sampler": "-", "steps": 0, "value": nll},
-            {**base, "metric": "elbo_nll_se", "sampler": "-", "steps": 0, "value": nll_se},
-            {**base, "metric": "parameters", "sampler": "-", "steps": 0,
-             "value": n_parameters(model)}]
-    samples_out = {}
-    for sampler in solvers.SAMPLERS[method]:
-        for steps in ev.steps:
-            chunks = []
-            for i, start in enumerate(range(0, ev.n_samples, ev.batch_size)):
-                k = jax.random.fold_in(jax.random.fold_in(k_samp, steps), i)
-                chunks.append(np.asarray(solvers.sample(
-                    method, sampler, model, k, ev.batch_size, seq_len, jnp.int32(steps), cfg.eps)))
-            x = np.concatenate(chunks)[: ev.n_samples]
-            xj = jnp.asarray(x)
-            ent = float(D.unigram_entropy(xj, vocab).mean())
-            rows.append({**base, "metric": "entropy", "sampler": sampler, "steps": steps,
-                         "value": ent})
-            if scorer is not None:
-                rows.append({**base, "metric": "gen_ppl", "sampler": sampler, "steps": steps,
-                             "value": float(np.exp(np.asarray(score(scorer, xj)).mean()))})
-            shown = x[: ev.n_show]
-            samples_out[f"{sampler}/{steps}"] = (
-                [D.decode_chars(s) for s in shown] if corpus == "text" and vocab == len(D.ALPHABET)
-                else shown.tolist())
+    rows, samples_out = [], {}
+    for i, seed in enumerate(cfg.seeds):
+        model = seed_slice(stacked, i)
+        key = jax.random.PRNGKey(10_007 * (seed + 1))
+        k_elbo, k_samp = jax.random.split(key)
+        nll, nll_se = elbo_nll(method, model, val, k_elbo, cfg.eps, ev.elbo_draws, ev.batch_size)
+        base = {"corpus": corpus, "method": method, "seed": seed}
+        rows += [{**base, "metric": "elbo_nll", "sampler": "-", "steps": 0, "value": nll},
+                 {**base, "metric": "elbo_nll_se", "sampler": "-", "steps": 0, "value": nll_se},
+                 {**base, "metric": "parameters", "sampler": "-", "steps": 0,
+                  "value": n_parameters(model)}]
+        shown_by_key = {}
+        for sampler in solvers.SAMPLERS[method]:
+            for steps in ev.steps:
+                chunks = []
+                for j, start in enumerate(range(0, ev.n_samples, ev.batch_size)):
+                    k = jax.random.fold_in(jax.random.fold_in(k_samp, steps), j)
+                    chunks.append(np.asarray(solvers.sample(
+                        method, sampler, model, k, ev.batch_size, seq_len, jnp.int32(steps),
+                        cfg.eps)))
+                x = np.concatenate(chunks)[: ev.n_samples]
+                xj = jnp.asarray(x)
+                ent = float(D.unigram_entropy(xj, vocab).mean())
+                rows.append({**base, "metric": "entropy", "sampler": sampler, "steps": steps,
+                             "value": ent})
+                if scorer is not None:
+                    rows.append({**base, "metric": "gen_ppl", "sampler": sampler,
+                                 "steps": steps,
+                                 "value": float(np.exp(np.asarray(score(scorer, xj)).mean()))})
+                shown = x[: ev.n_show]
+                shown_by_key[f"{sampler}/{steps}"] = (
+                    [D.decode_chars(s) for s in shown]
+                    if corpus == "text" and vocab == len(D.ALPHABET) else shown.tolist())
+        samples_out[str(seed)] = shown_by_key
     out = Path(run.out)
     io.write_table(out, rows, run.meta())
-    io.write_json(out.with_suffix(".samples.json"), {**base, "samples": samples_out,
-                                                      "meta": run.meta()})
+    io.write_json(out.with_suffix(".samples.json"),
+                  {"corpus": corpus, "method": method, "samples": samples_out,
+                   "meta": run.meta()})
 
 
 # ----------------------------------------------------------------------------- summary
@@ -127,13 +134,9 @@ def summarize(run, study: str) -> None:
             eval_rows += [dict(zip(t, vals)) for vals in zip(*t.values())]
         elif path.suffix == ".csv" and "runs" in parts:
             t = io.read_table(path)
-            if "synthetic" in parts:
-                runs = [(int(s), tables.where(t, seed=s)) for s in sorted(set(t["seed"].tolist()))]
-                corpus, method, bounds = "synthetic", parts[-1].removesuffix(".csv"), t["bound"]
-            else:
-                corpus, method = parts[-3], parts[-2]
-                runs = [(int(path.stem.removeprefix("seed")), np.ones(len(t["step"]), bool))]
-                bounds = t["loss"]
+            runs = [(int(s), tables.where(t, seed=s)) for s in sorted(set(t["seed"].tolist()))]
+            corpus, method = parts[-2], path.stem
+            bounds = t["bound"] if corpus == "synthetic" else t["loss"]
             for seed, sel in runs:
                 step, tokens, bound = t["step"][sel], t["tokens"][sel], bounds[sel]
                 # the budget, counted where it was spent (the training history)

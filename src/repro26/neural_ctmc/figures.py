@@ -268,8 +268,7 @@ def training_curves(run):
     return fig
 
 
-@figure(inputs_from=lambda cfg: [f"eval/text/{m}/seed{cfg.seeds[0]}.samples.json"
-                                 for m in METHODS])
+@figure(inputs_from=lambda cfg: [f"eval/text/{m}.samples.json" for m in METHODS])
 def samples(run):
     """Text samples (first seed) of each method at the largest number of sampling steps, with
     each method's own sampler. Character-level model on the King James Bible. Samplers of a seed
@@ -277,14 +276,15 @@ def samples(run):
     models (here Neural CTMC and SEDD, both tau-leaping) can produce near-identical strings."""
     rows, seed = [], None
     for method in METHODS:
-        path = next((p for p in run.inputs if p.parent.name == method), None)
+        path = next((p for p in run.inputs if p.name == f"{method}.samples.json"), None)
         if path is None:
             continue
-        data = io.read_json(path)
-        seed = data["seed"]
-        keys = [k for k in data["samples"] if k.startswith(SAMPLERS[method][0] + "/")]
+        by_seed = io.read_json(path)["samples"]
+        seed = min(by_seed, key=int)
+        shown = by_seed[seed]
+        keys = [k for k in shown if k.startswith(SAMPLERS[method][0] + "/")]
         key = max(keys, key=lambda k: int(k.split("/")[1]))
-        for s in data["samples"][key][:2]:
+        for s in shown[key][:2]:
             rows.append((f"{LABELS[method]}\n{key.replace('/', ', ')} steps", s))
     fig, axes = plotting.subplots(1, 1, width=7.5, height=0.55 * len(rows) + 0.4)
     ax = axes[0, 0]

@@ -37,7 +37,8 @@ from repro26.neural_ctmc import losses
 from repro26.neural_ctmc.model import make_denoiser, n_parameters
 from repro26.neural_ctmc.figures import CLAIM_STEPS
 from repro26.neural_ctmc.solvers import ALL_SAMPLERS
-from repro26.neural_ctmc.train import evaluated_model, init_state, make_optimizer, wrap_step
+from repro26.neural_ctmc.train import (evaluated_model, init_state, make_optimizer, seed_slice,
+                                       wrap_step)
 
 
 def init_models(cfg, method: str):
@@ -56,10 +57,6 @@ def init_models(cfg, method: str):
 def half_path(path: Path) -> Path:
     """The checkpoint of the same run after half its steps (``<method>.half.eqx``)."""
     return path.with_name(path.stem + ".half.eqx")
-
-
-def seed_slice(stacked, i: int):
-    return jax.tree_util.tree_map(lambda a: a[i] if eqx.is_array(a) else a, stacked)
 
 
 def train(run, method: str) -> None:

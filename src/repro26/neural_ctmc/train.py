@@ -1,4 +1,5 @@
-"""Data preparation and training stages: one job per (corpus, method, seed), plus the scorer.
+"""Data preparation and training stages: one job per (corpus, method), every seed vmapped, plus
+the scorer.
 
 Every diffusion model is trained on the same budget (``steps x batch_size`` network rows of
 ``L`` tokens, ``time_draws`` stratified times per sequence) with
@@ -133,11 +134,9 @@ def evaluated_model(state):
     return state.ema if isinstance(state, EmaState) else state.model
 
 
-def init_denoiser(cfg, method: str, vocab: int, seq_len: int, seed: int):
-    m = cfg.model
-    return make_denoiser(method, vocab_size=vocab, seq_len=seq_len, d_model=m.d_model,
-                         n_layers=m.n_layers, n_heads=m.n_heads, mlp_ratio=m.mlp_ratio,
-                         pos_scale=m.pos_scale, key=jax.random.PRNGKey(seed))
+def seed_slice(stacked, i: int):
+    """Seed ``i`` of a stacked (leading seed axis) model."""
+    return jax.tree_util.tree_map(lambda a: a[i] if eqx.is_array(a) else a, stacked)
 
 
 def init_scorer(cfg, vocab: int, seq_len: int):
@@ -147,10 +146,10 @@ def init_scorer(cfg, vocab: int, seq_len: int):
                        key=jax.random.PRNGKey(SCORER_SEED))
 
 
-def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str, rows_per_seq: int = 1):
-    """Train ``model`` with ``loss_fn(model, x0_batch, key)`` on random batches of ``train``
-    (``batch_size / rows_per_seq`` sequences, each seen ``rows_per_seq`` times per step)."""
-    n_seq = tc.batch_size // rows_per_seq
+def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str):
+    """Train ``model`` with ``loss_fn(model, x0_batch, key)`` on random batches of
+    ``batch_size`` sequences of ``train``."""
+    n_seq = tc.batch_size
     optimizer = make_optimizer(tc)
     data = jnp.asarray(train)
 
@@ -173,19 +172,56 @@ def _fit(run, model, loss_fn, train: np.ndarray, tc, seed: int, desc: str, rows_
     return evaluated_model(state)
 
 
-def train_model(run, corpus: str, method: str, seed: int) -> None:
-    """Train one diffusion model of ``method`` on ``corpus`` with ``seed``."""
+def init_denoisers(cfg, method: str, vocab: int, seq_len: int):
+    """Stacked (leading seed axis) untrained backbones of ``method``, one per ``cfg.seeds``
+    (seed ``s`` initialised from ``PRNGKey(s)``)."""
+    keys = jnp.stack([jax.random.PRNGKey(s) for s in cfg.seeds])
+    m = cfg.model
+    return eqx.filter_vmap(lambda k: make_denoiser(
+        method, vocab_size=vocab, seq_len=seq_len, d_model=m.d_model, n_layers=m.n_layers,
+        n_heads=m.n_heads, mlp_ratio=m.mlp_ratio, pos_scale=m.pos_scale, key=k))(keys)
+
+
+def train_model(run, corpus: str, method: str) -> None:
+    """Train every seed of ``method`` on ``corpus`` at once (``jax.vmap`` over the stacked
+    models: one compiled program per method); stacked checkpoint and per-seed curves. Each
+    step draws ``batch_size / time_draws`` windows per seed, and the times of a seed's batch
+    tile ``[0, 1]`` (``losses.sample_times(across_batch=True)``, MDLM's low-discrepancy
+    sampler, for every method)."""
     arrays = load_corpus(run.input(f"{corpus}.npz"))
     vocab, seq_len = int(arrays["vocab_size"]), arrays["train"].shape[1]
-    model = init_denoiser(run.cfg, method, vocab, seq_len, seed)
-    eps, tc = run.cfg.eps, run.cfg.train
+    eps, tc, seeds = run.cfg.eps, run.cfg.train, run.cfg.seeds
+    n_seq = tc.batch_size // tc.time_draws
+    optimizer = make_optimizer(tc)
 
-    def loss_fn(model, x0, key):
-        terms = losses.sequence_bound(method, model, x0, key, eps, tc.time_draws)
+    def loss_fn(model, data, key):
+        k_idx, k_loss = jax.random.split(key)
+        x0 = data[jax.random.randint(k_idx, (n_seq,), 0, data.shape[0])]
+        terms = losses.sequence_bound(method, model, x0, k_loss, eps, tc.time_draws,
+                                      across_batch=True)
         means = {k: v.mean() for k, v in terms.items()}
         return means.pop("bound"), means
 
-    _fit(run, model, loss_fn, arrays["train"], tc, seed, f"{corpus}:{method}", tc.time_draws)
+    step = wrap_step(optax_step(loss_fn, optimizer), tc)
+
+    def seeds_step(state, data, key):
+        return eqx.filter_vmap(step, in_axes=(eqx.if_array(0), None, 0))(
+            state, data, jax.random.split(key, len(seeds)))
+
+    models = init_denoisers(run.cfg, method, vocab, seq_len)
+    state = eqx.filter_vmap(lambda m: init_state(m, optimizer, tc))(models)
+    out = Path(run.out)
+    state, history = run_loop(
+        seeds_step, state, jnp.asarray(arrays["train"]),
+        key=jax.random.PRNGKey(1 + 97 * sum(seeds)), num_steps=tc.steps,
+        chunk_size=tc.chunk_size, checkpoint_path=out.with_name(out.name + ".ckpt"),
+        checkpoint_every=tc.checkpoint_every, desc=f"{corpus}:{method}", progress=run.progress)
+    io.save_checkpoint(out, evaluated_model(state), tc.steps)
+    hist = {k: np.asarray(v).reshape(tc.steps, len(seeds)) for k, v in history.items()}
+    rows = [{"method": method, "seed": seed, "step": s + 1, "tokens": (s + 1) * n_seq * seq_len,
+             **{k: float(v[s, i]) for k, v in hist.items()}}
+            for i, seed in enumerate(seeds) for s in range(tc.steps)]
+    io.write_table(out.with_suffix(".csv"), rows, run.meta())
 
 
 def train_scorer(run, corpus: str) -> None:
