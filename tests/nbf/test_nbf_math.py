@@ -99,9 +99,9 @@ def test_encoder_is_permutation_invariant():
     np.testing.assert_allclose(enc(x), enc(x[perm]), rtol=1e-5, atol=1e-6)
 
 
-def _random_gde(dim):
+def _random_gde(dim, knots=0):
     """A GDE with every weight random (the zero-initialised last layers perturbed)."""
-    gde = GDE(dim, 16, 8, 4, key=jax.random.PRNGKey(3))
+    gde = GDE(dim, 16, 8, 4, knots=knots, key=jax.random.PRNGKey(3))
     params, static = eqx.partition(gde, eqx.is_inexact_array)
     leaves, tree = jax.tree_util.tree_flatten(params)
     keys = jax.random.split(jax.random.PRNGKey(4), len(leaves))
@@ -109,8 +109,9 @@ def _random_gde(dim):
     return eqx.combine(jax.tree_util.tree_unflatten(tree, leaves), static)
 
 
-def test_flow_density_integrates_to_one_in_2d():
-    gde = _random_gde(2)
+@pytest.mark.parametrize("knots", [0, 8])
+def test_flow_density_integrates_to_one_in_2d(knots):
+    gde = _random_gde(2, knots)
     z = gde.encoder(jax.random.uniform(jax.random.PRNGKey(5), (10, 2)))
     m = 400
     u = (np.arange(m) + 0.5) / m
@@ -119,10 +120,11 @@ def test_flow_density_integrates_to_one_in_2d():
     assert abs(float(density.mean()) - 1.0) < 0.02
 
 
-def test_flow_samples_follow_its_density():
+@pytest.mark.parametrize("knots", [0, 8])
+def test_flow_samples_follow_its_density(knots):
     """Sample mean of g(.|z) equals ∫ x g(x|z) dx computed on a grid (sample is the inverse
     of the map whose log-determinant log_prob uses)."""
-    gde = _random_gde(2)
+    gde = _random_gde(2, knots)
     z = gde.encoder(jax.random.uniform(jax.random.PRNGKey(6), (10, 2)))
     m = 300
     u = (np.arange(m) + 0.5) / m
@@ -131,6 +133,20 @@ def test_flow_samples_follow_its_density():
     mean_grid = (density[:, None] * np.asarray(grid)).sum(0) / density.sum()
     samples = gde.flow.sample(jax.random.PRNGKey(7), z, 20000)
     np.testing.assert_allclose(np.asarray(samples).mean(0), mean_grid, atol=0.01)
+
+
+def test_spline_flow_is_a_density_in_4d():
+    """d = 4 (two evaders, couplings over ``coupling_masks``' orders): a Monte Carlo integral
+    of g over the box is 1, and the mean of g's samples equals the uniform-weighted mean of x g(x)
+    (sampling inverts the map whose log-determinant log_prob sums)."""
+    gde = _random_gde(4, knots=6)
+    z = gde.encoder(jax.random.uniform(jax.random.PRNGKey(8), (10, 4)))
+    x = jax.random.uniform(jax.random.PRNGKey(9), (40000, 4))
+    density = np.asarray(jnp.exp(jax.vmap(lambda xi: gde.flow.log_prob(xi, z))(x)))
+    assert abs(density.mean() - 1.0) < 0.03
+    samples = np.asarray(gde.flow.sample(jax.random.PRNGKey(10), z, 40000))
+    np.testing.assert_allclose(samples.mean(0), (density[:, None] * np.asarray(x)).mean(0),
+                               atol=0.01)
 
 
 def test_gde_loss_is_finite_and_differentiable():
@@ -241,14 +257,14 @@ def test_last_seen_holds_the_last_report():
     np.testing.assert_allclose(pts, [[0.5, 0.5], [0.5, 0.7], [0.5, 0.7]])
 
 
-@pytest.mark.parametrize("features", [0, 8])
-def test_every_gde_parameter_learns(features):
+@pytest.mark.parametrize("features,knots", [(0, 0), (8, 0), (8, 6)])
+def test_every_gde_parameter_learns(features, knots):
     """Every leaf of the GDE (encoder, DeepSets or Fourier with its frequencies and phases, and
-    every coupling net, including the zero-initialised output layers and the layers behind
-    them) gets gradient within a few Adam steps."""
+    every coupling net: affine ones with their zero-initialised output layers and the layers
+    behind them, spline ones with every knot parameter) gets gradient within a few Adam steps."""
     from repro26.core.learning import assert_every_parameter_learns
 
-    gde = GDE(4, 8, 4, 4, features, key=jax.random.PRNGKey(0))
+    gde = GDE(4, 8, 4, 4, features, knots, key=jax.random.PRNGKey(0))
     pool = jax.random.dirichlet(jax.random.PRNGKey(1), jnp.ones(25), (6,))
     batches = [losses.sample_training_batch(k, pool, batch=2, n_evaders=2, set_size=6,
                                             target_size=3, grid=5)

@@ -42,6 +42,7 @@ class Config:
     flow_layers: Count
     learning_rate: Positive  # peak of the warmup-cosine schedule
     encoder_features: NonNegativeInt = 128  # Fourier set encoder with this many frequencies (0: DeepSets)
+    spline_knots: NonNegativeInt = 8  # bins of the rational-quadratic spline couplings (0: affine)
     warmup_steps: NonNegativeInt = 200
     ema_decay: Annotated[float, Bounds(0, 1, high_open=True)] = 0.999  # weight averaging of the GDE iterates
     fov_radius: Positive = 2.5

@@ -1,6 +1,16 @@
 """The Generative Distribution Embedding (GDE) of NBF: a permutation-invariant set encoder
-E(S) = rho(mean_i phi(s_i)) and a conditional RealNVP flow g(x | z) on the box [0, 1]^d.
+E(S) = rho(mean_i phi(s_i)) and a conditional coupling flow g(x | z) on the box [0, 1]^d, either
+rational-quadratic spline couplings on the box (``ConditionalSplineFlow``, the default) or affine
+couplings after a logit (``ConditionalRealNVP``).
 
+Spline flow: the base is uniform on [0, 1]^d and every coupling moves half of the coordinates by
+monotone rational-quadratic splines of [0, 1] onto itself (Durkan et al. 2019, ``knots`` bins,
+flowjax's ``Coupling`` and ``RationalQuadraticSpline``), whose knots depend on the other half and
+on z. With e = f_L ∘ ... ∘ f_1 (x), log g(x | z) = sum_l log|det ∂f_l|: no logit, and a spline
+can put several modes (and the hole a pursuer's empty field of view leaves) in one coordinate
+given the others, which an affine map of a Gaussian cannot.
+
+RealNVP:
 Density of the flow: x in (0, 1)^d is mapped to u = logit(a + (1 - 2a) x) and then through
 affine couplings f_L ∘ ... ∘ f_1 to e ~ N(0, I). With p = a + (1 - 2a) x,
 
@@ -16,6 +26,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from flowjax.bijections import Coupling, RationalQuadraticSpline
 from jaxtyping import Array, Float
 
 LOGIT_MARGIN = 1e-3  # a in u = logit(a + (1 - 2a) x)
@@ -127,18 +138,60 @@ class ConditionalRealNVP(eqx.Module):
         return jax.vmap(invert)(e)
 
 
+class ConditionalSplineFlow(eqx.Module):
+    """Rational-quadratic spline couplings of the box [0, 1]^d onto itself, conditioned on z;
+    uniform base. Layer l keeps the coordinates of ``coupling_masks``' mask m_l (moved to the
+    front by ``orders[l]``) and splines the others given them and z."""
+
+    layers: tuple[Coupling, ...]
+    orders: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+
+    def __init__(self, dim: int, embed_dim: int, hidden: int, n_layers: int, knots: int, *,
+                 key):
+        masks = coupling_masks(dim, n_layers)
+        self.orders = tuple(tuple(sorted(range(dim), key=lambda i: -m[i])) for m in masks)
+        self.layers = tuple(
+            Coupling(k, transformer=RationalQuadraticSpline(knots=knots, interval=(0.0, 1.0)),
+                     untransformed_dim=int(sum(m)), dim=dim, cond_dim=embed_dim,
+                     nn_width=hidden, nn_depth=2, nn_activation=jax.nn.gelu)
+            for k, m in zip(jax.random.split(key, n_layers), masks))
+
+    def log_prob(self, x: Float[Array, "d"], z: Float[Array, "z"]) -> Float[Array, ""]:
+        e = jnp.clip(x, 0.0, 1.0)
+        logdet = jnp.zeros(())
+        for layer, order in zip(self.layers, map(jnp.asarray, self.orders)):
+            moved, step = layer.transform_and_log_det(e[order], z)
+            e = e.at[order].set(moved)
+            logdet = logdet + step
+        return logdet
+
+    def sample(self, key, z: Float[Array, "z"], n: int) -> Float[Array, "n d"]:
+        u = jax.random.uniform(key, (n, len(self.orders[0])))
+
+        def invert(e):
+            for layer, order in zip(reversed(self.layers), map(jnp.asarray, self.orders[::-1])):
+                moved, _ = layer.inverse_and_log_det(e[order], z)
+                e = e.at[order].set(moved)
+            return jnp.clip(e, 0.0, 1.0 - 1e-6)
+
+        return jax.vmap(invert)(u)
+
+
 class GDE(eqx.Module):
     """Generative distribution embedding: encoder E and conditional generator g(. | z)."""
 
     encoder: DeepSetEncoder | FourierSetEncoder
-    flow: ConditionalRealNVP
+    flow: ConditionalSplineFlow | ConditionalRealNVP
 
     def __init__(self, dim: int, hidden: int, embed_dim: int, n_layers: int,
-                 features: int = 0, *, key):
+                 features: int = 0, knots: int = 0, *, key):
+        """``features`` > 0: Fourier set encoder (else DeepSets); ``knots`` > 0: spline
+        couplings with that many bins (else affine couplings after a logit)."""
         k1, k2 = jax.random.split(key)
         self.encoder = (FourierSetEncoder(dim, features, hidden, embed_dim, key=k1) if features
                         else DeepSetEncoder(dim, hidden, embed_dim, key=k1))
-        self.flow = ConditionalRealNVP(dim, embed_dim, hidden, n_layers, key=k2)
+        self.flow = (ConditionalSplineFlow(dim, embed_dim, hidden, n_layers, knots, key=k2)
+                     if knots else ConditionalRealNVP(dim, embed_dim, hidden, n_layers, key=k2))
 
     def log_prob(self, x: Float[Array, "m d"], points: Float[Array, "n d"]) -> Float[Array, "m"]:
         """log g(x_j | E(points)) for every row x_j."""

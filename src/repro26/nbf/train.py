@@ -28,7 +28,7 @@ from repro26.nbf.model import GDE
 def make_models(cfg, n_evaders: int, seeds) -> GDE:
     """Stacked (seed axis first) untrained GDEs of dimension 2 * n_evaders."""
     make = lambda s: GDE(2 * n_evaders, cfg.hidden, cfg.embed_dim, cfg.flow_layers,
-                         cfg.encoder_features, key=jax.random.PRNGKey(s))
+                         cfg.encoder_features, cfg.spline_knots, key=jax.random.PRNGKey(s))
     return eqx.filter_vmap(make)(jnp.asarray(seeds))
 
 
