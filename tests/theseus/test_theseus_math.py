@@ -309,16 +309,16 @@ def test_random_shift_translates_each_image_with_zeros_shifted_in():
 
 
 def test_output_match_closed_forms_and_no_rotation_invariance():
-    """0 for h = g; 1 for the best constant (a mean over units, whatever p); a rotation of the
-    centred g, which CKA cannot see (CKA = 1), is penalised."""
+    """0 for h = g; p (the number of units) for the best constant; a rotation of the centred g,
+    which CKA cannot see (CKA = 1), is penalised."""
     g = jnp.asarray(RNG.normal(size=(50, 6)).astype(np.float32)) + 3.0
     assert float(losses.output_match(g, g)) == pytest.approx(0.0, abs=1e-6)
     const = jnp.broadcast_to(g.mean(0), g.shape)
-    assert float(losses.output_match(const, g)) == pytest.approx(1.0, rel=1e-5)
+    assert float(losses.output_match(const, g)) == pytest.approx(6.0, rel=1e-5)
     q = jnp.asarray(ortho_group.rvs(6, random_state=3).astype(np.float32))
     rotated = (g - g.mean(0)) @ q + g.mean(0)
     assert float(losses.linear_cka(rotated, (g - g.mean(0)) @ q)) == pytest.approx(1.0, abs=1e-5)
-    assert float(losses.output_match(rotated, g)) > 0.1
+    assert float(losses.output_match(rotated, g)) > 1.0
 
 
 def test_matching_is_used_where_a_guide_part_reads_the_stage():

@@ -89,18 +89,18 @@ def feature_mse(pairs) -> Float[Array, ""]:
 
 def output_match(h: Float[Array, "n p"], g: Float[Array, "n p"], eps: float = 1e-8) -> Float[Array, ""]:
     """Output matching of a converted stage output ``h`` to the guide's ``g`` (same shape; rows =
-    samples, p units): ``(1/(n p)) sum_i ||h_i - g_i||^2 / s^2`` with ``s^2`` the guide's variance
-    per unit, ``||g - mean(g)||_F^2 / (n p)``, i.e. the mean over samples *and units* of the
-    squared error in units of the guide's spread: 0 iff ``h = g``, 1 for the best constant (the
-    fraction of the guide's variance left unexplained), so it is O(1) like the cross-entropy
-    whatever the stage's width (summed over the p units it was ~100x the cross-entropy and
-    crowded it out). It is not invariant to any map that mixes units. Where the next part is one
+    samples, p units): ``(1/n) sum_i ||h_i - g_i||^2 / s^2`` with ``s^2`` the guide's variance
+    per unit, ``||g - mean(g)||_F^2 / (n p)``. It is the per-sample negative log-likelihood (up to
+    constants) of ``g_i`` as a Gaussian around ``h_i`` with the guide's own spread, summed over
+    the p units the next part reads, as the cross-entropy is of the label: 0 iff ``h = g``, p for
+    the best constant, and not invariant to any map that mixes units. Where the next part is one
     of the guide's, that part reads the units of ``h`` one by one (a convolution reads channel c
     at pixel (i, j); an attention block fixed residual-stream coordinates), so it needs ``h = g``
     itself: CKA's invariance to rotations would pass ``h = g Q``, which that part cannot undo."""
     h, g = h.reshape(h.shape[0], -1), g.reshape(g.shape[0], -1)
-    spread = jnp.mean((g - g.mean(axis=0)) ** 2)
-    return jnp.mean((h - g) ** 2) / (spread + eps)
+    n, p = g.shape
+    spread = jnp.sum((g - g.mean(axis=0)) ** 2) / (n * p)
+    return jnp.sum((h - g) ** 2) / (n * (spread + eps))
 
 
 def cross_entropy(logits: Float[Array, "n c"], labels: Int[Array, " n"]) -> Float[Array, ""]:
