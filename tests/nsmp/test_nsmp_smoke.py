@@ -29,21 +29,18 @@ def test_all_stages_end_to_end(tmp_path):
         run_stage("nsmp", stage, name=name, cfg=cfg, scale=scale, out=out, variant=variant,
                   inputs=inputs, progress=False)
 
-    summaries, datas, curves = [], [], []
-    for case, methods in (("logistic-tree", ("nsmp", "admm", "fedavg", "fedprox")),
-                          ("ridge-chain-n4", ("nsmp", "admm"))):
-        data, central = tmp_path / "data" / f"{case}.npz", tmp_path / "runs" / case / "central.npz"
-        run("data", data, f"case={case}")
-        run("central", central, f"case={case}", [data])
-        datas.append(data)
-        for method in methods:
-            curve = tmp_path / "runs" / case / f"{method}.csv"
-            run("solve", curve, f"method={method},case={case}", [data, central])
-            summaries.append(curve.with_name(f"{method}_summary.csv"))
+    summaries, cases, curves = [], [], []
+    for case in ("logistic-tree", "ridge-chain-n4"):
+        case_file = tmp_path / "runs" / case / "case.npz"
+        run("case", case_file, f"case={case}")
+        cases.append(case_file)
+        for method in cli.methods_of(case):
+            summaries.append(case_file.with_name(f"{method}_summary.csv"))
             if case == "logistic-tree":
-                curves.append(curve)
+                curves.append(case_file.with_name(f"{method}.csv"))
+    assert len(summaries) == 6 and all(p.exists() for p in summaries)
     evaluation = tmp_path / "evaluation.csv"
-    run("evaluate", evaluation, inputs=[*summaries, *datas])
+    run("evaluate", evaluation, inputs=[*summaries, *cases])
     table = io.read_table(evaluation)
     assert set(table["method"]) == {"nsmp", "admm", "fedavg", "fedprox"}
     for name in ("error_vs_rounds", "error_vs_floats"):
@@ -70,17 +67,17 @@ def _config_with(tmp_path, **smoke):
 
 def test_bad_config_is_one_line_exit_2(tmp_path, capsys):
     config = _config_with(tmp_path, cases=["ridge-ring"])
-    assert main(["nsmp", "data", "--config", str(config), "--variant", "case=ridge-chain"]) == 2
+    assert main(["nsmp", "case", "--config", str(config), "--variant", "case=ridge-chain"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "nsmp.cases" in err
     config = _config_with(tmp_path, n_clients="four")
-    assert main(["nsmp", "data", "--config", str(config), "--variant", "case=ridge-chain"]) == 2
+    assert main(["nsmp", "case", "--config", str(config), "--variant", "case=ridge-chain"]) == 2
     assert "nsmp.smoke.n_clients" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("variant", ["ridge-chain", "case=ridge-ring", "case=sensor-chain",
-                                     "method=magic,case=ridge-chain", "case=ridge-chain"])
-def test_solve_variant_names_method_and_case(tmp_path, variant):
+                                     "method=nsmp,case=ridge-chain"])
+def test_case_variant_names_one_valid_case(tmp_path, variant):
     with pytest.raises(UsageError, match="--variant"):
-        run_stage("nsmp", "solve", config=ROOT / "config" / "config.yaml", scale="smoke",
+        run_stage("nsmp", "case", config=ROOT / "config" / "config.yaml", scale="smoke",
                   out=tmp_path / "x.csv", variant=variant, progress=False)

@@ -1,94 +1,58 @@
 # NSMP (paper 12): nerve-skeleton message passing vs consensus ADMM / FedAvg / FedProx.
-# Jobs: one per case (data: problems, nerve skeleton, spanning tree, schedule), one per case
-# (centralised optimum), one per case x method (all seeds and the method's grid vmapped), then
-# evaluate; figures, claims and the `nsmp` target come from workflow/rules/protocol.smk.
+# Jobs: one per case (problems, nerve skeleton, spanning tree, schedule, centralised optimum, then
+# every solver on all seeds with its grid vmapped: one process pays start-up and compilation
+# once), then evaluate; figures, claims and the `nsmp` target come from
+# workflow/rules/protocol.smk.
 NS = "nsmp"
 NS_CFG = method_config(NS)
-NS_CONVERGENCE = list(NS_CFG["cases"])
-NS_SCALING = [
+NS_CASES = list(NS_CFG["cases"]) + [
     f"ridge-{topo}-n{n}" for topo in NS_CFG["scaling_topologies"] for n in NS_CFG["scaling_n"]
 ]
-NS_ITERATIVE = ["nsmp", "admm", "fedavg", "fedprox"]
-NS_RUNS = [(case, m) for case in NS_CONVERGENCE for m in NS_ITERATIVE] + [
-    (case, m) for case in NS_SCALING for m in ("nsmp", "admm")
-]
+NS_METHODS_OF = load_method(NS).methods_of
+NS_CONVERGENCE_METHODS = NS_METHODS_OF("ridge-chain")
+NS_SCALING_METHODS = NS_METHODS_OF("ridge-chain-n2")
 
 
-wildcard_constraints:
-    ns_case=r"[a-z]+-[a-z]+(-n\d+)?",
-    ns_method="|".join(NS_ITERATIVE),
-
-
-rule nsmp_data:
-    """Problems of every seed, nerve skeleton, max-weight spanning tree, RIP repair, schedule."""
+rule nsmp_case:
+    """One convergence case (a scaling case, ``-n<clients>``, runs NSMP and ADMM only: the rule
+    below): problems of every seed, nerve skeleton, max-weight spanning tree, RIP
+    repair, schedule and centralised optimum x*; then all four solvers on every seed and grid."""
     input:
-        cfg=config_path(NS, "data"),
+        cfg=config_path(NS, "case"),
     output:
-        out(NS, "data", "{ns_case}.npz"),
+        case=out(NS, "runs", "{ns_case}", "case.npz"),
+        curves=[out(NS, "runs", "{ns_case}", f"{m}{x}.csv") for m in NS_CONVERGENCE_METHODS
+                for x in ("", "_summary")],
     log:
-        log_path(NS, "data_{ns_case}"),
+        log_path(NS, "case_{ns_case}"),
     benchmark:
-        bench_path(NS, "data_{ns_case}")
-    threads: THREADS
-    conda:
-        ENV
-    shell:
-        stage(NS, "data", "--variant case={wildcards.ns_case} --out {output}")
-
-
-rule nsmp_central:
-    """Centralised solver: the optimum x* every method is measured against."""
-    input:
-        cfg=config_path(NS, "central"),
-        data=out(NS, "data", "{ns_case}.npz"),
-    output:
-        out(NS, "runs", "{ns_case}", "central.npz"),
-    log:
-        log_path(NS, "central_{ns_case}"),
-    benchmark:
-        bench_path(NS, "central_{ns_case}")
+        bench_path(NS, "case_{ns_case}")
+    wildcard_constraints:
+        ns_case=r"[a-z]+-[a-z]+",
     threads: THREADS
     resources:
         **train_resources(),
     conda:
         ENV
     shell:
-        stage(NS, "central", "--variant case={wildcards.ns_case} --input {input.data} --out {output}")
+        stage(NS, "case", "--variant case={wildcards.ns_case} --out {output.case} --no-progress")
 
 
-rule nsmp_solve:
-    """One method on one case: every seed and the method's hyper-parameter grid at once."""
-    input:
-        cfg=config_path(NS, "solve"),
-        data=out(NS, "data", "{ns_case}.npz"),
-        central=out(NS, "runs", "{ns_case}", "central.npz"),
+use rule nsmp_case as nsmp_scaling_case with:
     output:
-        curve=out(NS, "runs", "{ns_case}", "{ns_method}.csv"),
-        summary=out(NS, "runs", "{ns_case}", "{ns_method}_summary.csv"),
-    log:
-        log_path(NS, "{ns_method}_{ns_case}"),
-    benchmark:
-        bench_path(NS, "{ns_method}_{ns_case}")
-    threads: THREADS
-    resources:
-        **train_resources(),
-    conda:
-        ENV
-    shell:
-        stage(
-            NS,
-            "solve",
-            "--variant method={wildcards.ns_method},case={wildcards.ns_case}"
-            " --input {input.data} {input.central} --out {output.curve} --no-progress",
-        )
+        case=out(NS, "runs", "{ns_case}", "case.npz"),
+        curves=[out(NS, "runs", "{ns_case}", f"{m}{x}.csv") for m in NS_SCALING_METHODS
+                for x in ("", "_summary")],
+    wildcard_constraints:
+        ns_case=r"[a-z]+-[a-z]+-n\d+",
 
 
 rule nsmp_evaluate:
     """Best grid point per case and method, cost to tolerance, schedule structure."""
     input:
         cfg=config_path(NS, "evaluate"),
-        summaries=[out(NS, "runs", c, f"{m}_summary.csv") for c, m in NS_RUNS],
-        data=[out(NS, "data", f"{c}.npz") for c in NS_CONVERGENCE + NS_SCALING],
+        summaries=[out(NS, "runs", c, f"{m}_summary.csv") for c in NS_CASES for m in NS_METHODS_OF(c)],
+        cases=[out(NS, "runs", c, "case.npz") for c in NS_CASES],
     output:
         evaluation=out(NS, "evaluation.csv"),
         structure=out(NS, "structure.csv"),
@@ -100,4 +64,4 @@ rule nsmp_evaluate:
     conda:
         ENV
     shell:
-        stage(NS, "evaluate", "--input {input.summaries} {input.data} --out {output.evaluation}")
+        stage(NS, "evaluate", "--input {input.summaries} {input.cases} --out {output.evaluation}")

@@ -1,5 +1,6 @@
-"""Stages of ``repro26 nsmp``: data -> central -> solve (nsmp, admm, fedavg, fedprox) -> evaluate;
-the figures (``figures.FIGURES``) and claims (``claims.CLAIMS``) stages come from core.
+"""Stages of ``repro26 nsmp``: case (problems, centralised optimum, then the solvers nsmp, admm,
+fedavg and fedprox) -> evaluate; the figures (``figures.FIGURES``) and claims (``claims.CLAIMS``)
+stages come from core.
 
 ``--variant case=<problem>-<topology>[-n<clients>]`` (e.g. ``case=ridge-loopy``,
 ``case=ridge-chain-n64``) names the case; every stage handles all seeds of a case at once.
@@ -93,9 +94,22 @@ def _case(run: Run) -> str:
     return case
 
 
-@stage({"case": str}, reads=("seeds", *(f.name for f in dataclasses.fields(data_mod.Sizes))))
-def data_stage(run: Run) -> None:
-    """Problems of every seed, their nerve skeletons, spanning trees and schedules -> ``.npz``."""
+def methods_of(case: str) -> tuple[str, ...]:
+    """The solvers run on ``case``: all four on a convergence case, NSMP and consensus ADMM on a
+    scaling case (``-n<clients>``), where the claim counts messages against the client count."""
+    return ITERATIVE if data_mod.parse_case(case)[2] is None else ("nsmp", "admm")
+
+
+ITERATIVE = ("nsmp", "admm", "fedavg", "fedprox")
+
+
+@stage({"case": str})
+def case_stage(run: Run) -> None:
+    """One case in one process (no job start-up or compilation is paid twice): the problems of
+    every seed, their nerve skeletons, spanning trees and schedules, and the centralised optimum
+    ``x*`` -> ``--out`` (``runs/<case>/case.npz``); then every solver of :func:`methods_of` on
+    every seed and its hyper-parameter grid -> ``<method>.csv`` (error curve) and
+    ``<method>_summary.csv`` beside it."""
     from repro26.nsmp import model, train
 
     case = _case(run)
@@ -112,34 +126,15 @@ def data_stage(run: Run) -> None:
         "max_sep": np.array([max(x.size for x in s.separators) for s in schedules]),
         "floats_two_pass": np.array([s.floats_up(False) + s.floats_down(False) for s in schedules]),
     }
-    train.save_case(run.out, model.pack(problems, schedules), info, problems[0].loss)
-
-
-@stage({"case": str})
-def central_stage(run: Run) -> None:
-    """The centralised optimum ``x*`` of every seed."""
-    from repro26.nsmp import train
-
+    arrays, loss = model.pack(problems, schedules), problems[0].loss
     with train.precision(run.cfg):
-        inst, _ = train.load_case(run.input(f"{_case(run)}.npz"), run.cfg)
+        inst = train.instance(arrays, loss, run.cfg)
         x_star = train.run_central(inst)
-    io.write_npz(run.out, x_star=x_star)
-
-
-@stage({"method": Literal["nsmp", "admm", "fedavg", "fedprox"], "case": str})
-def solve_stage(run: Run) -> None:
-    """One method on one case, every seed and the method's hyper-parameter grid at once: the
-    error curve (``--out``) and its summary (``<out>_summary.csv``)."""
-    import jax.numpy as jnp
-
-    from repro26.nsmp import train
-
-    case = _case(run)
-    with train.precision(run.cfg):
-        inst, info = train.load_case(run.input(f"{case}.npz"), run.cfg)
-        x_star = jnp.asarray(io.read_npz(run.input("central.npz"))["x_star"], inst.A.dtype)
-        train.run_method(run.variant["method"], case, inst, x_star, info, run.cfg, seeds=run.cfg.seeds,
-                         out=run.out, progress=run.progress, meta=run.meta())
+        train.save_case(run.out, arrays, info, loss, x_star)
+        for method in methods_of(case):
+            train.run_method(method, case, inst, x_star, info, run.cfg, seeds=run.cfg.seeds,
+                             out=run.out.with_name(f"{method}.csv"), progress=run.progress,
+                             meta=run.meta(solver=method))
 
 
 @stage()
@@ -152,8 +147,6 @@ def evaluate_stage(run: Run) -> None:
 
 
 STAGES = {
-    "data": data_stage,
-    "central": central_stage,
-    "solve": solve_stage,
+    "case": case_stage,
     "evaluate": evaluate_stage,
 }

@@ -47,9 +47,9 @@ def evaluate(inputs, out: Path, meta: dict) -> None:
             for row in best_rows(io.read_table(path)):
                 problem, topology, n = parse_case(str(row["case"]))
                 rows.append({"problem": problem, "topology": topology, **row})
-        elif path.suffix == ".npz":
+        elif path.name == "case.npz":
             info = {k[5:]: v for k, v in io.read_npz(path).items() if k.startswith("info_")}
-            case = path.stem
+            case = path.parent.name
             problem, topology, _ = parse_case(case)
             for s in range(info["seed"].size):
                 structure.append({"case": case, "problem": problem, "topology": topology,

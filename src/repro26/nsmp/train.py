@@ -38,16 +38,17 @@ def dtype(cfg):
     return jnp.float64 if cfg.precision == "float64" else jnp.float32
 
 
-def save_case(path: Path, arrays: dict[str, np.ndarray], info: dict[str, np.ndarray], loss: str) -> None:
-    """The packed instance (all seeds) and its per-seed structure numbers, as one ``.npz``."""
-    io.write_npz(path, loss=np.array(loss), **arrays, **{f"info_{k}": v for k, v in info.items()})
+def save_case(path: Path, arrays: dict[str, np.ndarray], info: dict[str, np.ndarray], loss: str,
+              x_star: np.ndarray) -> None:
+    """The packed instance (all seeds), its per-seed structure numbers and the centralised
+    optimum ``x*`` ``[S, d1]``, as one ``.npz``."""
+    io.write_npz(path, loss=np.array(loss), x_star=x_star, **arrays,
+                 **{f"info_{k}": v for k, v in info.items()})
 
 
-def load_case(path: Path, cfg) -> tuple[model.Instance, dict[str, np.ndarray]]:
-    arrays = io.read_npz(path)
-    info = {k[5:]: arrays.pop(k) for k in list(arrays) if k.startswith("info_")}
-    loss = str(arrays.pop("loss"))
-    return model.to_instance(arrays, loss, dtype(cfg)), info
+def instance(arrays: dict[str, np.ndarray], loss: str, cfg) -> model.Instance:
+    """The packed arrays as a solver instance in the config's precision."""
+    return model.to_instance(arrays, loss, dtype(cfg))
 
 
 def _iteration_grid(total: int, n_log: int = 150) -> np.ndarray:
