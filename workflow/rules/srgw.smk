@@ -1,13 +1,12 @@
 # srgw (issue 4): graphon and SBM estimation by semi-relaxed Gromov-Wasserstein.
-# data -> fit (family x n, all seeds per job) + pot (seed) + scaling (n x solver) + real -> evaluate;
+# data -> fit (n: every family and seed per job) + pot (seed) + scaling (n x solver) + real -> evaluate;
 # figures, claims and the `srgw` target come from workflow/rules/protocol.smk.
 SRGW = "srgw"
 SRGW_CFG = method_config(SRGW)
-SRGW_FAMILIES = list(SRGW_CFG["sbms"]) + list(SRGW_CFG["graphons"])
 SRGW_FITS = [
-    out(SRGW, "runs", fam, f"n{n}.csv")
-    for fam in SRGW_FAMILIES
-    for n in SRGW_CFG["sbm_ns" if fam in SRGW_CFG["sbms"] else "graphon_ns"]
+    out(SRGW, "runs", f"n{n}.csv")
+    for n in sorted({*(SRGW_CFG["sbm_ns"] if SRGW_CFG["sbms"] else []),
+                     *(SRGW_CFG["graphon_ns"] if SRGW_CFG["graphons"] else [])})
 ]
 SRGW_POT_SEEDS = SRGW_CFG.get("pot_seeds", [0]) if SRGW_CFG.get("pot_ns") else []
 SRGW_SCALING = [
@@ -38,18 +37,18 @@ rule srgw_data:
 
 
 rule srgw_fit:
-    """srGW and the baselines on one family's graphs of one size n, every seed (compiled once)."""
+    """srGW and the baselines on the graphs of one size n: every family with n on its grid, every
+    seed (each function compiled once per n and K)."""
     input:
         cfg=config_path(SRGW, "fit"),
         manifest=out(SRGW, "data", "manifest.json"),
     output:
-        out(SRGW, "runs", "{family}", "n{n}.csv"),
+        out(SRGW, "runs", "n{n}.csv"),
     log:
-        log_path(SRGW, "fit_{family}_n{n}"),
+        log_path(SRGW, "fit_n{n}"),
     benchmark:
-        bench_path(SRGW, "fit_{family}_n{n}")
+        bench_path(SRGW, "fit_n{n}")
     wildcard_constraints:
-        family="|".join(SRGW_FAMILIES),
         n=r"\d+",
     threads: THREADS
     resources:
@@ -57,7 +56,7 @@ rule srgw_fit:
     conda:
         ENV
     shell:
-        stage(SRGW, "fit", "--variant family={wildcards.family},n={wildcards.n} --out {output}")
+        stage(SRGW, "fit", "--variant n={wildcards.n} --out {output}")
 
 
 rule srgw_pot:

@@ -119,20 +119,18 @@ def data_stage(run: Run) -> None:
     io.write_npz(out / "real_networks.npz", compressed=True, **arrays)
 
 
-@stage({"family": str, "n": int})
+@stage({"n": int})
 def fit_stage(run: Run) -> None:
-    """One family and n: every estimator on the graph of every seed."""
+    """One graph size n: every estimator on the graph of every seed of every family whose grid
+    holds n (one process, so each function is compiled once per n and K, not once per family)."""
     from repro26.srgw import evaluate
 
-    family, n = run.variant["family"], run.variant["n"]
-    if family not in evaluate.families(run.cfg):
-        raise UsageError(f"--variant family: '{family}' is unknown; allowed: "
-                         f"{', '.join(evaluate.families(run.cfg))}")
-    ns = evaluate.family_ns(run.cfg, family)
-    if n not in ns:
-        raise UsageError(f"--variant n: {n} is not on {family}'s grid; allowed: "
-                         f"{', '.join(map(str, ns))}")
-    rows = evaluate.fit_family_n(run.cfg, family, n, progress=run.progress)
+    n = run.variant["n"]
+    fams = [f for f in evaluate.families(run.cfg) if n in evaluate.family_ns(run.cfg, f)]
+    if not fams:
+        allowed = sorted({m for f in evaluate.families(run.cfg) for m in evaluate.family_ns(run.cfg, f)})
+        raise UsageError(f"--variant n: {n} is on no family's grid; allowed: {', '.join(map(str, allowed))}")
+    rows = [row for family in fams for row in evaluate.fit_family_n(run.cfg, family, n, progress=run.progress)]
     io.write_table(run.out, rows, run.meta())
 
 
