@@ -24,19 +24,18 @@ A scenario is (k evaders, dynamics, N particles). For every seed s and episode e
 and scores each belief at every `eval_every`-th step against ``reference_samples`` points of
 the exact belief (grid filter): Sinkhorn divergence (ott-jax), squared MMD, the distance of
 the belief mean to the true position (cells), the ESS of the importance weights and the
-unique fraction of the propagated particles; wall time per filter step is measured on a
+unique fraction of the propagated particles; CPU seconds per filter step are measured on a
 second (compiled) call.
 """
 
 from __future__ import annotations
-
-import time
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from repro26.core import timing
 from repro26.nbf import data, solvers
 
 FILTERS = ("nbf", "pf", "pf_10n", "gaussian", "gmm", "prior_only", "last_seen", "exact_n",
@@ -102,11 +101,10 @@ def belief_pool(cfg) -> np.ndarray:
 
 
 def _timed(fn, *args):
-    """Result of ``fn(*args)`` and the wall time of a second, compiled call."""
-    jax.block_until_ready(fn(*args))
-    t0 = time.perf_counter()
+    """Result of ``fn(*args)`` and the CPU seconds of this process in a second, compiled call
+    (``core.timing.cpu_seconds``: machine load does not move it, wall clock would)."""
     out = jax.block_until_ready(fn(*args))
-    return out, time.perf_counter() - t0
+    return out, timing.cpu_seconds(lambda: fn(*args))
 
 
 def run_scenario(cfg, models, cells: np.ndarray, obs: np.ndarray, k: int, dyn_name: str,
@@ -219,6 +217,6 @@ def run_scenario(cfg, models, cells: np.ndarray, obs: np.ndarray, k: int, dyn_na
             for ti, t in enumerate(steps):
                 per_step.append({**base, "seed": seed, "t": int(t) + 1,
                                  **{m: float(np.mean(v[si, :, ti])) for m, v in values.items()}})
-            summary.append({**base, "seed": seed, "seconds_per_step": seconds,
+            summary.append({**base, "seed": seed, "cpu_seconds_per_step": seconds,
                             **{m: float(np.mean(v[si])) for m, v in values.items()}})
     return per_step, summary

@@ -27,7 +27,7 @@ def _present(table, **cond):
     return [f for f in STYLE if f in tables.unique(table, "filter", **cond)]
 
 
-POSITIVE = ("sinkhorn", "seconds_per_step")  # drawn on log axes: bands on the log scale
+POSITIVE = ("sinkhorn", "cpu_seconds_per_step")  # drawn on log axes: bands on the log scale
 
 
 def _lines(ax, table, value, by, filters, **cond):
@@ -54,7 +54,9 @@ def tracking_over_time(run):
     _lines(ax2, steps, "unique_fraction", "t", ["nbf", "pf", "gaussian", "gmm"], **cond)
     ax2.set(xlabel="time step t", ylabel="unique particles / N", ylim=(0, 1.05),
             title="particle diversity")
-    ax1.legend(fontsize=6, loc="best")
+    # below both panels, as in the other figures: inside the left one it covered the curves
+    fig.legend(*ax1.get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=6,
+               bbox_to_anchor=(0.5, -0.02))
     return fig
 
 
@@ -108,8 +110,9 @@ def zero_shot(run):
 @figure("tables/filtering.csv")
 def error_vs_n(run):
     """Experiment 4 (held-in dynamics, one evader): Sinkhorn divergence against the number of
-    particles N (left) and wall time per filter step and episode, measured on a compiled,
-    batched call (right; CPU at small scale, so sensitive to machine load). Bands: 95% CI over
+    particles N (left) and the process's CPU seconds per filter step and episode, measured on a
+    compiled, batched call after a warm-up call (right; CPU time, so machine load does not move
+    it). Bands: 95% CI over
     seeds (on the log scale)."""
     table = tables.read(run.input("filtering.csv"))
     cond = dict(evaders=1, dynamics=run.cfg.held_in)
@@ -119,8 +122,8 @@ def error_vs_n(run):
                    yscale="log")
     timed = [f for f in ("nbf", "pf", "pf_10n", "gaussian", "gmm") if f in
              _present(table, **cond)]
-    _lines(axes[0][1], table, "seconds_per_step", "particles", timed, **cond)
-    axes[0][1].set(xlabel="particles N", ylabel="seconds per step", xscale="log",
+    _lines(axes[0][1], table, "cpu_seconds_per_step", "particles", timed, **cond)
+    axes[0][1].set(xlabel="particles N", ylabel="CPU seconds per step", xscale="log",
                    yscale="log")
     for ax in axes[0]:
         ax.set_xticks(run.cfg.particle_grid)
