@@ -6,7 +6,7 @@ import pytest
 
 from repro26.core.claims import BY_CONSTRUCTION, CANNOT_SHOW
 from repro26.nemo import claims
-from repro26.nemo.evaluate import SETTINGS
+from repro26.nemo.names import SETTINGS
 
 SEEDS = 8
 # (E, C, N) per method

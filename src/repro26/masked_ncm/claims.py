@@ -12,7 +12,7 @@ the instrument (the trivial row), with the plug-in Balke-Pearl LP as the ideal r
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy.special import ndtri  # normal quantile, without importing scipy.stats
 
 from repro26.core import tables
 from repro26.core.claims import Claim
@@ -31,7 +31,7 @@ ACCURATE = 0.02
 
 def wilson(k, n: int, level: float = 0.95) -> tuple:
     """Wilson score interval of a binomial proportion k / n."""
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = ndtri(0.5 + level / 2)
     p = np.asarray(k) / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)

@@ -16,7 +16,7 @@ from repro26.core import io
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, Count, NonNegativeInt, Positive, Probability, UsageError
 from repro26.core.method import stage
-from repro26.masked_ncm.train import ModelConfig, OptimConfig
+from repro26.masked_ncm.settings import ModelConfig, OptimConfig
 
 
 @dataclasses.dataclass(frozen=True)

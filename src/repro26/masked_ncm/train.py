@@ -22,7 +22,6 @@ between "NLL" (fit: theta_base = initial weights, scale = 1) and "augmented Lagr
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from pathlib import Path
 
 import equinox as eqx
@@ -36,35 +35,7 @@ from scipy import stats
 from repro26.core.train import TrainState, init_train_state, optax_step, run_loop
 from repro26.masked_ncm import losses, solvers
 from repro26.masked_ncm.model import MaskedNCM
-from repro26.core.config import Count, NonNegative, Positive
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelConfig:
-    """Size of every mechanism's attention network (set per scale in the YAML)."""
-
-    embed_dim: Count
-    heads: Count
-    hidden: Count
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimConfig:
-    """Both phases' schedule (values in config/methods/masked_ncm.yaml): Adam step ``lr``; the
-    query step ``query_lr_ratio`` in units of sqrt(n_ref / n); augmented-Lagrangian penalty
-    ``rho`` and multiplier step ``dual_lr`` (clipped at ``dual_clip``); data-fit level
-    ``alpha``; runs with constraint above ``max_violation`` are infeasible."""
-
-    steps: Count
-    chunk_size: Count
-    lr: Positive
-    query_lr_ratio: Positive
-    n_ref: Positive
-    rho: Positive
-    dual_lr: Positive
-    dual_clip: Positive
-    alpha: NonNegative
-    max_violation: NonNegative
+from repro26.masked_ncm.settings import ModelConfig, OptimConfig
 
 
 class Trainable(eqx.Module):

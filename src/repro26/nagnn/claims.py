@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from repro26.core import tables, timing
+from repro26.core import tables
 from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import mean_ci, summary
@@ -201,6 +201,8 @@ def ap_gap_claim(metrics, training) -> Claim:
 def _timing_of(speed, dataset: str, kind: str) -> dict:
     """The timing record of one (dataset, kind) measurement rebuilt from its speed rows, in the
     layout of :func:`repro26.core.timing.interleaved_cpu_times` (ratios to NAGNN)."""
+    from repro26.core import timing  # imports scipy.stats: only where a timing claim is decided
+
     rows = {m: i for i, m in enumerate(speed["model"].tolist())
             if speed["dataset"][i] == dataset and speed["kind"][i] == kind}
     first = next(iter(rows.values()))
@@ -213,6 +215,8 @@ def _timing_of(speed, dataset: str, kind: str) -> dict:
 
 
 def speedup_claim(metrics, speed) -> Claim:
+    from repro26.core import timing
+
     per, records = {}, {}
     for ds in tables.unique(speed, "dataset"):
         event = _best(metrics, EVENT_MODELS, ds)

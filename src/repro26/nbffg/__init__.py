@@ -5,5 +5,6 @@ Girsanov weights, pathwise subsampling, exact Gaussian reference; for discrete t
 pruning with a proxy CTMC, the guided chain with its discrete Radon–Nikodym weight, the exact
 marginal ELBO, inside–outside reference), ``model`` (dynamics, proxies, the neural residual, the
 time-dependent CTMC and its jump-rate correction), ``losses`` (ELBO, importance weights, guided
-pCN MCMC), ``data``, ``train``, ``evaluate``, ``figures``, ``claims``, ``cli``.
+pCN MCMC), ``data``, ``train``, ``evaluate``, ``layout`` (where the stages write their tables;
+no JAX, for ``figures`` and ``claims``), ``figures``, ``claims``, ``cli``.
 """

@@ -14,7 +14,7 @@ from repro26.core import tables
 from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import loglog_slope_over_seeds, summary
-from repro26.nbffg.evaluate import dynamics, metrics_path, per_seed, read_tables, table_paths
+from repro26.nbffg.layout import dynamics, metrics_path, per_seed, read_tables, table_paths
 
 BFFG_VARIANTS = ("bffg", "bffg_lin")
 MIN_EFFECTIVE_SAMPLES = 10.0  # an importance sampler below this (ESS/N * N) is degenerate

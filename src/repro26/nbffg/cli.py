@@ -11,7 +11,6 @@ import dataclasses
 from pathlib import Path
 from typing import Literal
 
-import jax
 import numpy as np
 
 from repro26.core import io
@@ -211,6 +210,8 @@ def evaluate_stage(run: Run) -> None:
 
     --input the data ``seed<s>.npz`` and models ``seed<s>.eqx``; writes the metrics
     ``<out>/seed<s>.csv`` and the internal-node posteriors ``<out>/seed<s>_nodes.csv``."""
+    import jax
+
     from repro26.nbffg import data as D
     from repro26.nbffg import evaluate as E
     from repro26.nbffg import losses as L

@@ -10,7 +10,7 @@ from matplotlib.ticker import NullFormatter
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
-from repro26.nbffg.evaluate import (
+from repro26.nbffg.layout import (
     history_path,
     metrics_path,
     nodes_path,

@@ -15,7 +15,7 @@ from repro26.core import io
 from repro26.core.cli import Run
 from repro26.core.config import ConfigError, Count, NonNegative, Positive, UsageError
 from repro26.core.method import stage
-from repro26.nemo.simulator import PERSONA_FIELDS, STRATEGIES
+from repro26.nemo.names import PERSONA_FIELDS, SETTINGS, STRATEGIES
 
 # the same names as repro26.nemo.train.TRAINED and repro26.nemo.evaluate.PLANNERS (kept literal
 # here so that the CLI does not import JAX to list its variants; a test checks they agree)
@@ -112,7 +112,6 @@ def _persona_arrays(personas) -> dict:
 def _load_personas(path: Path) -> dict:
     import jax.numpy as jnp
 
-    from repro26.nemo.evaluate import SETTINGS
     from repro26.nemo.simulator import Persona
 
     arrays = io.read_npz(path)

@@ -37,9 +37,9 @@ import numpy as np
 
 from repro26.nemo import solvers
 from repro26.nemo.model import rule_policy
+from repro26.nemo.names import SETTINGS
 from repro26.nemo.simulator import MindFlow, Persona, rollout, sample_personas
 
-SETTINGS = ("in_distribution", "shifted_personas", "alt_family")
 PLANNERS = {f"planner_{o}": o for o in solvers.OBJECTIVES}
 
 

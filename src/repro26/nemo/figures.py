@@ -7,7 +7,7 @@ import numpy as np
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
-from repro26.nemo.evaluate import SETTINGS
+from repro26.nemo.names import SETTINGS
 
 METHOD_ORDER = ("nemo", "nemo_one_step", "nemo_plain", "emotion_only", "fixed_75", "fixed_50",
                 "fixed_25", "cognition_only", "rule_based", "random", "planner_emo",

@@ -41,8 +41,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-STRATEGIES = ("question", "restatement", "reflection", "self_disclosure", "affirmation",
-              "suggestions", "information", "others")
+from repro26.nemo.names import PERSONA_FIELDS, STRATEGIES
+
 N_ACTIONS = len(STRATEGIES)
 STATE_NAMES = ("distress", "valence", "clarity", "readiness", "arousal")
 D, V, C, R, A = range(5)
@@ -64,7 +64,7 @@ class Persona(eqx.Module):
     baseline_distress: Float[Array, "..."]  # initial distress level
 
 
-PERSONA_FIELDS = tuple(f.name for f in Persona.__dataclass_fields__.values())
+assert tuple(f.name for f in Persona.__dataclass_fields__.values()) == PERSONA_FIELDS
 
 
 def sample_personas(key: PRNGKeyArray, ranges: dict[str, tuple[float, float]], n: int) -> Persona:

@@ -26,19 +26,18 @@ interval it rests on) and the effect the claim is about.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as sps
+from scipy.special import stdtrit  # Student-t quantile, without importing scipy.stats
 
 from repro26.core import tables
-from repro26.core import timing as core_timing
 from repro26.core.claims import Claim
 from repro26.core.method import claim_set
-from repro26.neptuna import evaluate
+from repro26.neptuna import names
 
 OVERHEAD = 1.05  # "within 5% of MSE-only"
 FOUNDATION = "foundation"  # pretrained on every dataset, fine-tuned on each
-EXACT = evaluate.EXACT  # the solver's own test frames as the "prediction" (metrics of truth)
-GRID_METRICS = (*evaluate.METRICS, "stability")
-BETTER_HIGH = {*evaluate.HIGHER_IS_BETTER, "stability"}
+EXACT = names.EXACT  # the solver's own test frames as the "prediction" (metrics of truth)
+GRID_METRICS = (*names.METRICS, "stability")
+BETTER_HIGH = {*names.HIGHER_IS_BETTER, "stability"}
 
 
 def _values(table, metric, **cond):
@@ -47,7 +46,7 @@ def _values(table, metric, **cond):
 
 def trivial_nrmse(table, dataset) -> float:
     return min(float(np.nanmean(_values(table, "nrmse", dataset=dataset, model=b)))
-               for b in evaluate.BASELINES)
+               for b in names.BASELINES)
 
 
 def beats_trivial(table, dataset, model, loss="mse") -> bool:
@@ -60,7 +59,7 @@ def beats_trivial_on(table, dataset, model, metric, loss="mse") -> bool:
     per-metric gate of the loss claims: IoU and the high-wavenumber error each have their own)."""
     v = _values(table, metric, dataset=dataset, model=model, loss=loss)
     base = [float(np.nanmean(_values(table, metric, dataset=dataset, model=b)))
-            for b in evaluate.BASELINES]
+            for b in names.BASELINES]
     if not v.size:
         return False
     m = float(np.nanmean(v))
@@ -76,7 +75,7 @@ def not_plateaued(table, tol: float, column: str = "plateau_gain") -> dict:
         return out
     for ds in tables.unique(table, "dataset"):
         for m in tables.unique(tables.select(table, dataset=ds), "model"):
-            if m in evaluate.BASELINES:
+            if m in names.BASELINES:
                 continue
             for loss in tables.unique(tables.select(table, dataset=ds, model=m), "loss"):
                 g = float(np.nanmean(_values(table, column, dataset=ds, model=m, loss=loss)))
@@ -93,7 +92,7 @@ def _interval(v, level=0.95):
     if v.size < 2 or np.std(v) == 0:
         m = float(np.mean(v))
         return m, m, m
-    half = sps.t.ppf(0.5 + level / 2, v.size - 1) * np.std(v, ddof=1) / np.sqrt(v.size)
+    half = stdtrit(v.size - 1, 0.5 + level / 2) * np.std(v, ddof=1) / np.sqrt(v.size)
     m = float(np.mean(v))
     return m, m - half, m + half
 
@@ -267,7 +266,7 @@ def paired_cells(table, loss_model, composites, metrics=("iou", "spec_high"),
                 d = d[np.isfinite(d)]
                 mean = float(np.mean(d)) if d.size else np.nan
                 if d.size >= 2 and np.std(d) > 0:
-                    half = sps.t.ppf(0.95, d.size - 1) * np.std(d, ddof=1) / np.sqrt(d.size)
+                    half = stdtrit(d.size - 1, 0.95) * np.std(d, ddof=1) / np.sqrt(d.size)
                 else:
                     half = 0.0 if d.size >= 2 else np.inf
                 lo, hi = mean - half, mean + half
@@ -453,9 +452,6 @@ def consistency_claim(table, loss_model, budget=None) -> Claim:
 
 # ----------------------------------------------------------------------------- claim 3
 
-CONTROL = core_timing.CONTROL
-
-
 def timing_result(timing) -> dict:
     """The timing result of :func:`repro26.core.timing.interleaved_cpu_times` as far as the
     claim needs it, read back from the rows of the timing stage."""
@@ -469,6 +465,9 @@ def timing_result(timing) -> dict:
 
 
 def overhead_claim(timing, table, loss_model, composites) -> Claim:
+    from repro26.core import timing as core_timing
+    from repro26.core.timing import CONTROL
+
     result = timing_result(timing)
     cells = paired_cells(table, loss_model, composites)
     consistency = {c: sum(v["state"] == "improved" for v in cells.values() if v["loss"] == c)

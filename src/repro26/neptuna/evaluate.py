@@ -23,12 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from repro26.neptuna import data, losses, solvers
+from repro26.neptuna.names import BASELINES, EXACT, HIGHER_IS_BETTER, METRICS  # noqa: F401
 
-METRICS = ("nrmse", "spec_low", "spec_mid", "spec_high", "ssim", "iou", "shock_err",
-           "mass_drift", "energy_drift")
-HIGHER_IS_BETTER = {"ssim", "iou"}
-BASELINES = ("persistence", "linear")
-EXACT = "exact"  # the true frames scored as a prediction: the ideal row of the loss claims
 BLOWUP = 5.0
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib import ticker as plt_ticker
-from scipy import stats as sps
+from scipy.special import stdtrit  # Student-t quantile, without importing scipy.stats
 
 from repro26.core import io, plotting, tables
 from repro26.core.method import figure, figures_by_name
-from repro26.neptuna import evaluate, losses
+from repro26.neptuna import names
 
 ENTRY_COLORS = {"unet": "C0", "fno": "C1", "vit": "C2", "foundation": "C3", "persistence": "0.4",
                 "linear": "0.7"}
@@ -100,10 +100,10 @@ def rollout_error(run):
     datasets = tables.unique(roll, "dataset")
     fig, axes = plotting.subplots(1, len(datasets), width=3.6, height=2.8)
     for ax, ds in zip(axes[0], datasets):
-        for m in (*run.cfg.models, FOUNDATION, *evaluate.BASELINES):
-            loss = "-" if m in evaluate.BASELINES else "mse"
+        for m in (*run.cfg.models, FOUNDATION, *names.BASELINES):
+            loss = "-" if m in names.BASELINES else "mse"
             steps, vals = tables.pivot(roll, "nrmse", by="step", dataset=ds, model=m, loss=loss)
-            if m in evaluate.BASELINES:
+            if m in names.BASELINES:
                 ax.plot(steps, vals[0], "--", color=ENTRY_COLORS[m], label=m)
             else:
                 plotting.line_with_ci(ax, steps, vals, label=m, positive=True,
@@ -126,8 +126,8 @@ def metric_heatmap(run):
     the U-Net."""
     table = tables.read(run.input("metrics.csv"))
     datasets = tables.unique(table, "dataset")
-    cols = (*evaluate.METRICS, "stability")
-    entries = [(b, "-") for b in evaluate.BASELINES]
+    cols = (*names.METRICS, "stability")
+    entries = [(b, "-") for b in names.BASELINES]
     entries += [(m, "mse") for m in (*run.cfg.models, FOUNDATION)]
     entries += [(run.cfg.loss_model, loss) for loss in run.cfg.losses if loss != "mse"]
     fig, axes = plotting.subplots(1, len(datasets), width=5.2, height=0.32 * len(entries) + 1.6)
@@ -141,7 +141,7 @@ def metric_heatmap(run):
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.log10(np.maximum(means, 1e-12) / np.maximum(ref, 1e-12))
         for j, c in enumerate(cols):
-            if c in evaluate.HIGHER_IS_BETTER or c == "stability":
+            if c in names.HIGHER_IS_BETTER or c == "stability":
                 score[:, j] *= -1
         ax.imshow(np.clip(score, -1, 1), cmap="coolwarm", vmin=-1, vmax=1, aspect="auto")
         ax.grid(False)
@@ -167,10 +167,10 @@ def loss_weights(run):
     1 − SSIM."""
     w = tables.read(run.input("weights.csv"))
     ds = tables.unique(w, "dataset")[0]
-    adaptive = [loss for loss in losses.ADAPTIVE if loss in run.cfg.losses]
+    adaptive = [loss for loss in names.ADAPTIVE if loss in run.cfg.losses]
     fig, axes = plotting.subplots(1, max(1, len(adaptive)), width=3.0, height=2.6, sharey=True)
     for ax, loss in zip(axes[0], adaptive):
-        for k, term in enumerate(losses.TERMS):
+        for k, term in enumerate(names.TERMS):
             steps, vals = tables.pivot(w, f"w_{term}", by="step", dataset=ds, loss=loss)
             # weights are a softmax or clipped at 0 and renormalised: the band stays in [0, 1]
             plotting.line_with_ci(ax, steps, vals, label=term, color=f"C{k}", limits=(0, 1))
@@ -236,7 +236,7 @@ def foundation_vs_scratch(run):
                 continue
             d = ft - sc
             mean = float(np.mean(d))
-            half = (float(sps.t.ppf(0.975, d.size - 1) * np.std(d, ddof=1) / np.sqrt(d.size))
+            half = (float(stdtrit(d.size - 1, 0.975) * np.std(d, ddof=1) / np.sqrt(d.size))
                     if d.size > 1 else 0.0)
             ax.bar(i, mean, color=f"C{i}", alpha=0.5)
             ax.errorbar(i, mean, yerr=half, color="k", capsize=3, lw=0.8)

@@ -28,13 +28,12 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from repro26.neptuna.names import ADAPTIVE, SOFTADAPT, TERMS  # noqa: F401
+
 ALPHA = 4  # channel index of the volume fraction
-TERMS = ("mse", "h1", "interface", "ssim")
 FIXED = {"mse": (1.0, 0.0, 0.0, 0.0), "sobolev": (1.0, 1.0, 0.0, 0.0),
          "interface": (0.0, 0.0, 1.0, 0.0), "ssim": (1.0, 0.0, 0.0, 1.0),
          "equal": (0.25, 0.25, 0.25, 0.25)}
-SOFTADAPT = ("softadapt", "softadapt_lw")
-ADAPTIVE = (*SOFTADAPT, "gradnorm")
 LOSSES = (*FIXED, *ADAPTIVE)
 
 

@@ -25,16 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import equinox as eqx
-import jax
 import numpy as np
 
 from repro26.core import tables
 from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import summary
-from repro26.nestedvla.evaluate import MERGERS
-from repro26.nestedvla.suites import SUITES
+from repro26.nestedvla.names import MERGERS, SUITES
 
 TRIVIAL_NOTE = ("frozen base policy, no adapter (method=base), in place of NestedVLA; the "
                 "nearest other task's adapter (method=nearest) is in measured.success")
@@ -78,6 +75,9 @@ def _lists(table, suite_list) -> dict[str, dict[str, list[float]]]:
 def budgets(cfg) -> dict[str, dict[str, float]]:
     """Per seed, beyond the base's pretraining that every row shares: optimiser steps,
     demonstration samples read, environment steps and stored parameters of each row."""
+    import equinox as eqx
+    import jax
+
     from repro26.nestedvla import train
 
     n = cfg.n_tasks * len(SUITES)

@@ -7,7 +7,7 @@ import numpy as np
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
-from repro26.nestedvla.suites import SUITES
+from repro26.nestedvla.names import SUITES
 
 LABELS = {"base": "frozen base", "nearest": "nearest task's adapter",
           "task_arithmetic": "task arithmetic", "ties": "TIES", "dare": "DARE",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-METHODS = ("task_arithmetic", "ties", "dare")
+from repro26.nestedvla.names import MERGERS as METHODS
 
 
 def task_arithmetic(tau: jax.Array, lam: float) -> jax.Array:

@@ -28,8 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-SUITES = ("point", "arm2", "arm3")
-KINDS = ("reach", "place")
+from repro26.nestedvla.names import KINDS, SUITES
+
 OBS_DIM, ACT_DIM, EMB_DIM = 10, 3, 9
 GRASP, TOL = 0.08, 0.1
 LINKS = {"arm2": (0.6, 0.5), "arm3": (0.45, 0.4, 0.3)}

@@ -28,7 +28,7 @@ beats the random agent at every scale; otherwise the verdict is ``inconclusive``
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit  # Student-t quantile, without importing scipy.stats
 
 from repro26.core import tables
 from repro26.core.claims import Claim
@@ -42,7 +42,7 @@ def one_sided(diffs) -> dict:
     d = np.asarray(diffs, float)
     d = d[np.isfinite(d)]
     mean = float(d.mean()) if d.size else float("nan")
-    half = float(stats.t.ppf(0.95, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)) \
+    half = float(stdtrit(d.size - 1, 0.95) * d.std(ddof=1) / np.sqrt(d.size)) \
         if d.size > 1 else float("inf")
     return {"mean": mean, "lower95": mean - half, "upper95": mean + half, "half_width": half,
             "n_seeds": int(d.size)}

@@ -3,8 +3,6 @@ failure attribution per scorer."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
@@ -20,6 +18,14 @@ COLORS = {"pa": "C3", "pa_clip": "C1", "a_star": "k", "prm": "C2", "orm": "C4", 
           "self_certainty": "C9", "step_prob": "C5", "random": "0.6", "position": "0.8"}
 
 
+def _subplots(*args, **kwargs):
+    """``plt.subplots``, importing pyplot on first use (a job that only reads the figure
+    declarations draws nothing)."""
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(*args, **kwargs)
+
+
 @figure("tables/tabular_scatter.csv", "tables/tabular_curve.csv")
 def tabular_identity(run):
     """Tabular slippery gridworld. Left: optimal advantage A* (soft value iteration) against
@@ -29,7 +35,7 @@ def tabular_identity(run):
     during training (mean and 95% CI over seeds), with and without the KL term; dotted: 0.99."""
     sc = tables.read(run.input("tabular_scatter.csv"))
     cu = tables.read(run.input("tabular_curve.csv"))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, (ax1, ax2) = _subplots(1, 2, figsize=(10, 4.2))
     ax1.scatter(sc["log_ratio_learned"], sc["a_star"], s=6, alpha=0.4, color="C3",
                 label="KL-regularised PG")
     lim = [min(sc["a_star"].min(), sc["log_ratio_learned"].min()),
@@ -70,7 +76,7 @@ def best_of_n(run):
     """Test-time scaling: success probability of the candidate (of N sampled from π_RL) that each
     scorer ranks highest, against N (mean and 95% CI over seeds; pa, pa_clip, prm and the oracle
     use the aggregation chosen on validation problems; ties broken at random)."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = _subplots(figsize=(7, 4.5))
     _scaling(ax, tables.read(run.input("bon.csv")), "N (candidates per problem)")
     fig.tight_layout()
     return fig
@@ -85,7 +91,7 @@ def beam_search(run):
     trained on whole trajectories, ranks no prefixes) and the top beams kept;
     the y axis is the exact success probability of the top final trajectory (mean and 95% CI
     over seeds; N = 1 is one sample of π_RL)."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = _subplots(figsize=(7, 4.5))
     _scaling(ax, tables.read(run.input("beam.csv")), "N (steps sampled per depth = best-of-N budget)")
     fig.tight_layout()
     return fig
@@ -111,7 +117,7 @@ def auroc(run):
     trajectories on test problems (mean and 95% CI over seeds; dotted: chance)."""
     s = application_scores(*(tables.read(run.input(f)) for f in
                              ("bon.csv", "auroc.csv", "attribution.csv", "beam.csv")))
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = _subplots(figsize=(7, 4.2))
     _bars(ax, s["auroc"], "AUROC (success)", chance=0.5)
     fig.tight_layout()
     return fig
@@ -124,7 +130,7 @@ def attribution(run):
     crashing one (mean and 95% CI over seeds; the ORM has no step scores)."""
     s = application_scores(*(tables.read(run.input(f)) for f in
                              ("bon.csv", "auroc.csv", "attribution.csv", "beam.csv")))
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = _subplots(figsize=(7, 4.2))
     _bars(ax, s["attribution"], "attribution accuracy")
     fig.tight_layout()
     return fig

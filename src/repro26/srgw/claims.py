@@ -10,13 +10,13 @@ from repro26.core import tables
 from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import loglog_slope, summary
-from repro26.srgw import evaluate
+from repro26.srgw import rates
 
 RATE_TOLERANCE = 0.3  # slack on the fitted slope (one-sided: faster decay always passes)
 GAP_FLOAT_SLACK = 1e-6  # F is evaluated in float32 (resolution ~1e-7)
 OBJECTIVE_RTOL = 0.01  # "reaches POT's objective (within 1%)"
 POT_MIN_N = 1000  # "faster at n >= 1,000"
-SCALING_MIN_N = evaluate.SCALING_MIN_N
+SCALING_MIN_N = rates.SCALING_MIN_N
 SCALING_SLOPE_SLACK = 0.25  # linear in n at fixed mean degree: slope <= 1 + slack
 SCALING_MIN_ARI = 0.9
 
@@ -68,9 +68,9 @@ def rate_claim(fits) -> Claim:
         ns, mse = tables.pivot(fits, "mse", family=fam, estimator="srgw")
         _, K = tables.pivot(fits, "K_theory", family=fam, estimator="srgw")
         kind = str(tables.select(fits, family=fam)["kind"][0])
-        theory = loglog_slope(ns, evaluate.theory_rate(kind, ns, K[0]))
-        slope = evaluate.slope_summary(ns, mse)
-        present = [e for e in (*evaluate.ESTIMATORS, "srgw_ktheory")
+        theory = loglog_slope(ns, rates.theory_rate(kind, ns, K[0]))
+        slope = rates.slope_summary(ns, mse)
+        present = [e for e in (*rates.ESTIMATORS, "srgw_ktheory")
                    if tables.where(fits, family=fam, estimator=e).any()]
         last = {est: float(np.nanmean(tables.pivot(fits, "mse", family=fam, estimator=est)[1][:, -1]))
                 for est in present}
@@ -89,7 +89,7 @@ def rate_claim(fits) -> Claim:
             "finding_below_usvt": bool(last["srgw"] < last["usvt"]),
             "finding_below_sas": bool(last["srgw"] < last["sas"]),
         }
-        d_lo, d_hi = evaluate.slope_summary(
+        d_lo, d_hi = rates.slope_summary(
             ns, tables.pivot(fits, "mse", family=fam, estimator="density")[1])["ci95"]
         trivial[fam] = {**per[fam], "beats_trivial": False, "at_least_rate": bool(d_hi <= threshold),
                         "slower_than_rate": bool(d_lo > threshold)}

@@ -9,7 +9,7 @@ from matplotlib import ticker as plt_ticker
 
 from repro26.core import io, plotting, tables
 from repro26.core.method import figure, figures_by_name
-from repro26.srgw import evaluate
+from repro26.srgw import rates
 
 COLORS = {"srgw": "C0", "usvt": "C1", "sas": "C2", "nh": "C3", "sc": "C4", "pot": "C5",
           "density": "0.55",
@@ -64,17 +64,17 @@ def error_vs_n(run):
     for i, fam in enumerate(fams):
         ax = axes.ravel()[i]
         ax.set_visible(True)
-        for est in evaluate.ESTIMATORS:
+        for est in rates.ESTIMATORS:
             ns, vals = tables.pivot(table, "mse", family=fam, estimator=est)
-            _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est], positive=True)
+            _ci_line(ax, ns, vals, rates.ESTIMATOR_LABELS[est], COLORS[est], positive=True)
         kind = table["kind"][table["family"] == fam][0]
         validated = kind != "sbm" and run.cfg.k_rule == "validation"
         if validated:
             ns, alt = tables.pivot(table, "mse", family=fam, estimator="srgw_ktheory")
-            _ci_line(ax, ns, alt, evaluate.ESTIMATOR_LABELS["srgw_ktheory"], COLORS["srgw"],
+            _ci_line(ax, ns, alt, rates.ESTIMATOR_LABELS["srgw_ktheory"], COLORS["srgw"],
                      positive=True, ls=":")
         ns, K = tables.pivot(table, "K_theory", family=fam, estimator="srgw")
-        rate = evaluate.theory_rate(kind, ns, K[0])
+        rate = rates.theory_rate(kind, ns, K[0])
         _, ours = tables.pivot(table, "mse", family=fam, estimator="srgw")
         anchor = np.nanmean(ours[:, 0]) / rate[0]
         ax.plot(ns, anchor * rate, "k--", lw=1, label="minimax rate (scaled)")
@@ -92,7 +92,7 @@ def error_vs_n(run):
             ax.set_visible(True)
             for est in ("srgw", "sas", "nh", "sc"):
                 ns, vals = tables.pivot(table, "ari", family=fam, estimator=est)
-                _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est])
+                _ci_line(ax, ns, vals, rates.ESTIMATOR_LABELS[est], COLORS[est])
             _n_axis(ax, ns)
             ax.set_ylim(-0.05, 1.05)
             ax.set_title(f"{fam}: block recovery", fontsize=9)
@@ -170,7 +170,7 @@ def time_vs_n(run):
     ax.set_title("srGW: ours (JAX) vs POT, same inits", fontsize=8)
     ax.legend(fontsize=6)
     ax = axes[0, 1]
-    for est in evaluate.ESTIMATORS:
+    for est in rates.ESTIMATORS:
         # median over families of the per-seed times
         rows = table["estimator"] == est
         ns = np.unique(table["n"][rows])
@@ -178,7 +178,7 @@ def time_vs_n(run):
         vals = np.array([[np.median(np.asarray(table["time_s"][rows & (table["n"] == n)
                                                                 & (table["seed"] == s)], float))
                           for n in ns] for s in seeds])
-        _ci_line(ax, ns, vals, evaluate.ESTIMATOR_LABELS[est], COLORS[est], positive=True)
+        _ci_line(ax, ns, vals, rates.ESTIMATOR_LABELS[est], COLORS[est], positive=True)
     _n_axis(ax, np.unique(table["n"]))
     ax.set_yscale("log")
     ax.set_ylabel("wall time (s), median over families")
