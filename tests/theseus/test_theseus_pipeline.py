@@ -78,7 +78,8 @@ def test_train_variant_must_name_task_and_model(tmp_path, variant):
                   out=tmp_path / "x.eqx", variant=variant, progress=False)
 
 
-@pytest.mark.parametrize(("field", "value"), [("stage_steps", 7), ("last_stage_weight", 3)])
+@pytest.mark.parametrize(("field", "value"), [("stage_steps", 7), ("last_stage_weight", 3),
+                                            ("finetune_steps", 3)])
 def test_steps_must_be_multiples_of_the_chunk(tmp_path, field, value):
     scale, cfg, _ = _smoke()
     bad = dataclasses.replace(cfg, image_train=dataclasses.replace(cfg.image_train,

@@ -63,8 +63,10 @@ class TextConfig:
 class TrainConfig:
     """Guide: ``guide_steps``; every target: ``stage_steps`` x number of parts (the conversion
     spends ``stage_steps`` per replaced part on average: ``train.stage_budget`` splits the budget
-    1 : ... : 1 : ``last_stage_weight`` between its stages). ``shift`` > 0 (images): every
-    model's training batches are translated by up to ``shift`` pixels (``train.random_shift``)."""
+    1 : ... : 1 : ``last_stage_weight`` between its stages; the last stage's share ends with
+    ``finetune_steps`` in which the converted network trains on the cross-entropy alone).
+    ``shift`` > 0 (images): every model's training batches are translated by up to ``shift``
+    pixels (``train.random_shift``)."""
 
     batch_size: Count
     lr: Positive
@@ -77,6 +79,7 @@ class TrainConfig:
     checkpoint_every: Count
     shift: NonNegativeInt = 0
     last_stage_weight: Count = 1
+    finetune_steps: NonNegativeInt = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,10 +111,14 @@ def check(cfg: Config) -> None:
                 raise ConfigError(f"theseus.{name}.{field}: must be a multiple of chunk_size "
                                   f"({tc.chunk_size})")
         n = len(cfg.images.channels) if name == "image_train" else cfg.text.n_layers
-        _, rest = divmod(n * tc.stage_steps, (n - 1 + tc.last_stage_weight) * tc.chunk_size)
+        unit, rest = divmod(n * tc.stage_steps, (n - 1 + tc.last_stage_weight) * tc.chunk_size)
         if rest:
             raise ConfigError(f"theseus.{name}.last_stage_weight: each stage's share of the "
                               f"{n * tc.stage_steps} steps must be a multiple of chunk_size")
+        last_share = unit * tc.chunk_size * tc.last_stage_weight
+        if tc.finetune_steps % tc.chunk_size or tc.finetune_steps >= last_share:
+            raise ConfigError(f"theseus.{name}.finetune_steps: a multiple of chunk_size, less "
+                              f"than the last stage's share ({last_share})")
     c = cfg.images
     if not c.glyph <= c.canvas or not 1 <= c.fragment <= c.glyph:
         raise ConfigError("theseus.images: need fragment <= glyph <= canvas")

@@ -20,7 +20,8 @@ Models (budget B = ``stage_steps x K`` steps for every target, K = number of par
   B steps on the conversion loss below;
 * ``not`` (Network of Theseus): for k = 0..K-1, replace part k by a fresh target part and train
   the hybrid for its share of B (:func:`stage_budget`) on the conversion loss over the
-  converted stages j <= k;
+  converted stages j <= k; the last share ends with ``finetune_steps`` in which the converted
+  network (every part a target part) trains on the cross-entropy alone;
   ``not_mnn`` the same with the soft mutual-NN score; ``not_untrained`` towards an *untrained*
   guide (random init of the guide architecture, never trained).
 
@@ -357,8 +358,14 @@ def train_model(cfg, task: Task, model: str, guide: M.Network | None, out: Path,
     done = 0
     for (k, aligned), steps in zip(stage_schedule(K), stage_budget(tc, K), strict=True):
         net = M.swap(net, k, target)
+        # the last stage's share ends with the fine-tune: the converted network on the CE alone
+        tune = tc.finetune_steps if k == K - 1 else 0
         net, _ = fit(net, guide, task, make_loss(cfg, model, aligned, aligned, K), seeds,
-                     steps, 10 + k, ckpt(f"stage{k}"), f"{task.name}:{model} stage {k + 1}/{K}", progress)
+                     steps - tune, 10 + k, ckpt(f"stage{k}"),
+                     f"{task.name}:{model} stage {k + 1}/{K}", progress)
+        if tune:
+            net, _ = fit(net, None, task, make_loss(cfg, "scratch", ()), seeds, tune, 20,
+                         ckpt("finetune"), f"{task.name}:{model} fine-tune", progress)
         done += steps
         record(net, k + 1, done, k + 1)
     return net, rows
