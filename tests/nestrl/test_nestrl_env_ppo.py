@@ -195,11 +195,12 @@ def test_partner_curriculum_shaping_schedule_and_per_episode_levels():
     tc = run(SimpleNamespace(num_envs=4, partner_eps=(0.0,)), pool_b, 0.0)[0]
     assert not np.array_equal(np.asarray(ta["obs"]), np.asarray(tc["obs"]))
     # the scripted share: with 4 learned + 2 scripted episodes the scripted ones get no noise
-    # level (eps 0 even where every learned partner is random) and their partner is the scripted
+    # level and no curriculum (eps 0 at floor 1, where every learned partner is random) and their
+    # partner is the scripted
     # role-switcher, not the pool: the same rollout with either pool, another one when the
     # scripted partner acts at random (its own noise 1)
     sc = lambda pool, s_eps: train.rollout_partner(short, random, model, pool, jax.random.PRNGKey(9),
-                                                   1.0, 0.0, n_learned=4, n_scripted=2,
+                                                   1.0, 1.0, n_learned=4, n_scripted=2,
                                                    scripted=(6, s_eps))
     (sa, _, eps_s), (sb, _, _), (sr, _, _) = sc(pool_a, 0.0), sc(pool_b, 0.0), sc(pool_a, 1.0)
     np.testing.assert_array_equal(np.asarray(eps_s), [1, 1, 1, 1, 0, 0])

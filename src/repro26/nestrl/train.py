@@ -153,10 +153,13 @@ def rollout_partner(game: Game, cfg, agent: ActorCritic, pool: ActorCritic | Non
     plus ``bias · events`` (a reward-biased level-0 member).
 
     Per learned-partner episode a partner noise ``eps`` is drawn uniformly from
-    ``cfg.partner_eps`` (scripted episodes: 0); at every step the partner's action is replaced by
-    a uniform random one with probability ``eps`` (``eps = 1``: a random partner, like FCP's
-    initial checkpoint), at least ``floor`` (the curriculum of :func:`partner_noise`). Returns the
-    rollout, the sparse team return per episode [n] and the per-episode ``eps`` [n]."""
+    ``cfg.partner_eps``, at least ``floor`` (the curriculum of :func:`partner_noise`); at every
+    step the partner's action is replaced by a uniform random one with probability ``eps``
+    (``eps = 1``: a random partner, like FCP's initial checkpoint). Scripted episodes get no such
+    noise and no curriculum (``eps = 0``): the role-switcher does its half of the work from the
+    first update, which a learner can complete (issue 40: with the curriculum on them too, FCP
+    seed 1 stayed passive). Returns the rollout, the sparse team return per episode [n] and the
+    per-episode ``eps`` [n]."""
     n_l = cfg.num_envs if n_learned is None else n_learned
     n = n_l + n_scripted
     bias = jnp.zeros(2) if bias is None else bias
@@ -165,7 +168,7 @@ def rollout_partner(game: Game, cfg, agent: ActorCritic, pool: ActorCritic | Non
     seat = jax.random.randint(k_seat, (n,), 0, 2)
     levels = jnp.asarray(cfg.partner_eps, jnp.float32)
     drawn = levels[jax.random.randint(k_eps, (n_l,), 0, levels.shape[0])]
-    eps = jnp.maximum(jnp.concatenate([drawn, jnp.zeros(n_scripted)]), floor)
+    eps = jnp.concatenate([jnp.maximum(drawn, floor), jnp.zeros(n_scripted)])
     kinds = jnp.asarray([SCRIPTED.index(("proxy_onion", "proxy_plate")[j % 2])
                          for j in range(n_scripted)], jnp.int32)
     obs, state = jax.vmap(game.reset)(jax.random.split(k_reset, n))
