@@ -194,6 +194,22 @@ def test_partner_curriculum_shaping_schedule_and_per_episode_levels():
     np.testing.assert_array_equal(np.asarray(ta["obs"]), np.asarray(tb["obs"]))
     tc = run(SimpleNamespace(num_envs=4, partner_eps=(0.0,)), pool_b, 0.0)[0]
     assert not np.array_equal(np.asarray(ta["obs"]), np.asarray(tc["obs"]))
+    # the scripted share: with 4 learned + 2 scripted episodes the scripted ones get no noise
+    # level and no curriculum (eps 0 at floor 1, where every learned partner is random) and their
+    # partner is the scripted
+    # role-switcher, not the pool: the same rollout with either pool, another one when the
+    # scripted partner acts at random (its own noise 1)
+    sc = lambda pool, s_eps: train.rollout_partner(short, random, model, pool, jax.random.PRNGKey(9),
+                                                   1.0, 1.0, n_learned=4, n_scripted=2,
+                                                   scripted=(6, s_eps))
+    (sa, _, eps_s), (sb, _, _), (sr, _, _) = sc(pool_a, 0.0), sc(pool_b, 0.0), sc(pool_a, 1.0)
+    np.testing.assert_array_equal(np.asarray(eps_s), [1, 1, 1, 1, 0, 0])
+    np.testing.assert_array_equal(np.asarray(sa["obs"]), np.asarray(sb["obs"]))
+    assert not np.array_equal(np.asarray(sa["obs"][:, 4:]), np.asarray(sr["obs"][:, 4:]))
+    # the held-out proxies' parameters are the best response's alone
+    params = SimpleNamespace(patience=3, scripted_eps=0.1, train_patience=6, train_scripted_eps=0.2)
+    assert train.scripted_params(params, "br") == (3, 0.1)
+    assert {train.scripted_params(params, k) for k in ("level0", "level2", "fcp", "mep")} == {(6, 0.2)}
 
 
 def test_reward_scale_leaves_the_policy_term_and_scales_the_value_term():

@@ -56,6 +56,12 @@ class Config:
     eval_batch: Count = 32
     patience: NonNegativeInt = 3  # blocked moves before a human proxy switches role
     scripted_eps: Probability = 0.1
+    # every learner kind (self-play too): this share of each rollout's episodes has a scripted
+    # role-switching partner with other parameters than the held-out proxies (issue 40); the
+    # best response (ideal row) meets the held-out proxies themselves
+    scripted_share: Probability = 0.25
+    train_patience: NonNegativeInt = 6
+    train_scripted_eps: Probability = 0.2
 
 
 def check(cfg: Config) -> None:
@@ -88,6 +94,9 @@ def check(cfg: Config) -> None:
     if not cfg.partner_eps or any(not 0.0 <= e <= 1.0 for e in cfg.partner_eps):
         raise ConfigError(f"nestrl.partner_eps: probabilities in [0, 1], at least one, got "
                           f"{list(cfg.partner_eps)}")
+    if round(cfg.scripted_share * cfg.num_envs) >= cfg.num_envs:
+        raise ConfigError(f"nestrl.scripted_share: must leave at least one of num_envs "
+                          f"({cfg.num_envs}) episodes to learned partners, got {cfg.scripted_share}")
     if any(len(b) != 2 for b in cfg.biases):
         raise ConfigError("nestrl.biases: pairs (onion weight, plate weight)")
 

@@ -23,7 +23,16 @@ Training kinds (``train_kinds(cfg)``):
   ``alpha * -log((1/M) sum_m pi_m(a_t | history))`` added to the reward (MEP, Zhao et al. 2023);
 * ``mep``: one learner against the final MEP population (uniform, not prioritised sampling);
 * ``br``: one learner against the held-out learned partners of its seed (every evaluated learned
-  agent of the other seeds): the best response of the ideal row, same budget as every learner.
+  agent of the other seeds) and, in its scripted share, the held-out proxies: the best response
+  of the ideal row, same budget as every learner.
+
+Scripted share (every kind alike, issue 40): the last ``round(scripted_share x num_envs)``
+episodes of every rollout pair the learner (its seat only) with a scripted role-switcher
+(``proxy_onion`` / ``proxy_plate`` alternating, ``train_patience`` and ``train_scripted_eps``,
+not the held-out proxies' ``patience`` and ``scripted_eps``; the best response alone meets the
+held-out proxies), the other episodes are played as above; env and gradient steps per learner
+are unchanged. Alone, a role-switcher with a fixed role never delivers (an onion-carrier waits at
+a full pot, a plate-carrier at an empty one), so these episodes pay only a learner that works.
 
 Schedule (JaxMARL's IPPO Overcooked, ``baselines/IPPO``): ``epochs`` passes of ``minibatches``
 minibatches per update, Adam's learning rate annealed linearly to 0 over the job's gradient steps,
@@ -41,7 +50,7 @@ import optax
 
 from repro26.core.train import TrainState, init_train_state, run_loop
 from repro26.nestrl import losses
-from repro26.nestrl.env import N_ACTIONS, Game
+from repro26.nestrl.env import N_ACTIONS, SCRIPTED, Game, init_memory, scripted_action
 from repro26.nestrl.model import ActorCritic, init_agents
 
 
@@ -74,11 +83,11 @@ def _sample(key, logits):
 # ----------------------------------------------------------------------------- rollouts
 
 
-def rollout_selfplay(game: Game, cfg, agent: ActorCritic, key, bias, coef):
-    """The agent in both seats of ``num_envs`` episodes; both seats are training data.
-    Returns sequences with time first: obs[T, 2N, D], actions, logp, values, rewards[T, 2N] and
-    the sparse team return per episode [N]."""
-    n = cfg.num_envs
+def rollout_selfplay(game: Game, cfg, agent: ActorCritic, key, bias, coef, n: int | None = None):
+    """The agent in both seats of ``n`` (default ``num_envs``) episodes; both seats are training
+    data. Returns sequences with time first: obs[T, 2n, D], actions, logp, values, rewards[T, 2n]
+    and the sparse team return per episode [n]."""
+    n = cfg.num_envs if n is None else n
     k_reset, k_run = jax.random.split(key)
     obs, state = jax.vmap(game.reset)(jax.random.split(k_reset, n))
     both = jax.vmap(jax.vmap(agent, in_axes=(0, 0)), in_axes=(0, 0))  # envs x seats
@@ -116,42 +125,90 @@ def partner_noise(cfg, update) -> jax.Array:
     return jnp.clip(1.0 - update / (cfg.partner_anneal * cfg.updates), 0.0, 1.0)
 
 
-def rollout_partner(game: Game, cfg, agent: ActorCritic, pool: ActorCritic, key, coef,
-                    floor=0.0):
-    """The agent in a uniformly drawn seat with a partner drawn uniformly from ``pool`` (stacked
-    agents, leading axis P), per episode. Only the learner's seat is training data.
+def scripted_episodes(cfg) -> int:
+    """Episodes per rollout (of ``num_envs``) whose partner is a scripted role-switcher, the same
+    number for every learner kind, self-play included (issue 40: learners never met a scripted
+    agent and failed with the scripted human proxies)."""
+    return int(round(cfg.scripted_share * cfg.num_envs))
 
-    Per episode a partner noise ``eps`` is drawn uniformly from ``cfg.partner_eps``; at every
+
+def scripted_params(cfg, kind: str) -> tuple[int, float]:
+    """``(patience, eps)`` of the training role-switchers: ``train_patience`` and
+    ``train_scripted_eps`` (not the held-out proxies' ``patience``, ``scripted_eps``) for every
+    kind but the ideal row's best response, which is trained against the held-out partners
+    themselves."""
+    if kind == "br":
+        return cfg.patience, cfg.scripted_eps
+    return cfg.train_patience, cfg.train_scripted_eps
+
+
+def rollout_partner(game: Game, cfg, agent: ActorCritic, pool: ActorCritic | None, key, coef,
+                    floor=0.0, *, n_learned: int | None = None, n_scripted: int = 0, bias=None,
+                    scripted: tuple[int, float] = (3, 0.1)):
+    """The agent in a uniformly drawn seat of ``n_learned + n_scripted`` episodes (default
+    ``num_envs`` + 0). In the first ``n_learned`` the partner is drawn uniformly from ``pool``
+    (stacked agents, leading axis P); in the last ``n_scripted`` it is a scripted role-switcher,
+    ``proxy_onion`` and ``proxy_plate`` alternating, with ``scripted = (patience, eps)``. Only the
+    learner's seat is training data; its reward is the sparse reward plus ``coef`` x its shaping
+    plus ``bias · events`` (a reward-biased level-0 member).
+
+    Per learned-partner episode a partner noise ``eps`` is drawn uniformly from
+    ``cfg.partner_eps``, at least ``floor`` (the curriculum of :func:`partner_noise`); at every
     step the partner's action is replaced by a uniform random one with probability ``eps``
-    (``eps = 1``: a random partner, like FCP's initial checkpoint), at least ``floor`` (the
-    curriculum of :func:`partner_noise`). Returns the rollout, the
-    sparse team return per episode [N] and the per-episode ``eps`` [N]."""
-    n = cfg.num_envs
+    (``eps = 1``: a random partner, like FCP's initial checkpoint). Scripted episodes get no such
+    noise and no curriculum (``eps = 0``): the role-switcher does its half of the work from the
+    first update, which a learner can complete (issue 40: with the curriculum on them too, FCP
+    seed 1 stayed passive). Returns the rollout, the sparse team return per episode [n] and the
+    per-episode ``eps`` [n]."""
+    n_l = cfg.num_envs if n_learned is None else n_learned
+    n = n_l + n_scripted
+    bias = jnp.zeros(2) if bias is None else bias
+    patience, s_eps = scripted
     k_reset, k_pick, k_seat, k_run, k_eps = jax.random.split(key, 5)
-    partners, _ = draw_partners(k_pick, pool, n)
     seat = jax.random.randint(k_seat, (n,), 0, 2)
     levels = jnp.asarray(cfg.partner_eps, jnp.float32)
-    eps = jnp.maximum(levels[jax.random.randint(k_eps, (n,), 0, levels.shape[0])], floor)
+    drawn = levels[jax.random.randint(k_eps, (n_l,), 0, levels.shape[0])]
+    eps = jnp.concatenate([jnp.maximum(drawn, floor), jnp.zeros(n_scripted)])
+    kinds = jnp.asarray([SCRIPTED.index(("proxy_onion", "proxy_plate")[j % 2])
+                         for j in range(n_scripted)], jnp.int32)
     obs, state = jax.vmap(game.reset)(jax.random.split(k_reset, n))
     rows = jnp.arange(n)
+    partners = draw_partners(k_pick, pool, n_l)[0] if n_l else None
+    hp0 = jnp.zeros((n_l, agent.hidden))  # the partners' GRU states (same width as the learner)
+
+    def partner_actions(obs_p, state, hp, mem, k):
+        """The partners' actions [n]: learned ones in the first n_l envs, scripted after."""
+        k_l, k_s = jax.random.split(k)
+        acts = []
+        if n_l:
+            p_logits, _, hp = jax.vmap(lambda m, o, hh: m(o, hh))(partners, obs_p[:n_l], hp)
+            acts.append(jax.random.categorical(k_l, p_logits))
+        if n_scripted:
+            sub = jax.tree.map(lambda x: x[n_l:], state)
+            a_s, mem = jax.vmap(lambda kd, st, s, m, kk: scripted_action(
+                game, kd, st, s, m, kk, patience, s_eps))(
+                kinds, sub, 1 - seat[n_l:], mem, jax.random.split(k_s, n_scripted))
+            acts.append(a_s)
+        return jnp.concatenate(acts), hp, mem
 
     def body(carry, k):
-        obs, state, h, hp = carry
+        obs, state, h, hp, mem = carry
         k_a, k_p, k_env, k_n, k_u = jax.random.split(k, 5)
         logits, value, h = jax.vmap(agent)(obs[rows, seat], h)
-        p_logits, _, hp = jax.vmap(lambda m, o, hh: m(o, hh))(partners, obs[rows, 1 - seat], hp)
         action, logp = jax.vmap(_sample)(jax.random.split(k_a, n), logits)
-        p_action = jax.random.categorical(k_p, p_logits)
+        p_action, hp, mem = partner_actions(obs[rows, 1 - seat], state, hp, mem, k_p)
         p_action = jnp.where(jax.random.uniform(k_n, (n,)) < eps,
                              jax.random.randint(k_u, (n,), 0, N_ACTIONS), p_action)
         joint = jnp.where(seat[:, None] == 0, jnp.stack([action, p_action], 1),
                           jnp.stack([p_action, action], 1))
-        nobs, state, sparse, shaped, _ = jax.vmap(game.step)(jax.random.split(k_env, n), state, joint)
-        reward = sparse + coef * shaped[rows, seat]
-        return (nobs, state, h, hp), (obs[rows, seat], action, logp, value, reward, sparse)
+        nobs, state, sparse, shaped, events = jax.vmap(game.step)(
+            jax.random.split(k_env, n), state, joint)
+        reward = sparse + coef * shaped[rows, seat] + events[rows, seat] @ bias
+        return (nobs, state, h, hp, mem), (obs[rows, seat], action, logp, value, reward, sparse)
 
     h0 = jnp.zeros((n, agent.hidden))
-    _, (o, a, lp, v, r, sparse) = jax.lax.scan(body, (obs, state, h0, h0),
+    mem0 = jax.vmap(init_memory)(kinds)
+    _, (o, a, lp, v, r, sparse) = jax.lax.scan(body, (obs, state, h0, hp0, mem0),
                                                jax.random.split(k_run, game.horizon))
     return {"obs": o, "actions": a, "logp": lp, "values": v, "rewards": r}, sparse.sum(0), eps
 
@@ -256,23 +313,37 @@ def train(cfg, game: Game, kind: str, pool: ActorCritic | None, *, checkpoint=No
     selfplay = kind in ("level0", "mep_pop")
     snaps_at = jnp.asarray(snapshot_updates(cfg))
 
+    n_s = scripted_episodes(cfg)
+    n_l = cfg.num_envs - n_s
+    scripted = scripted_params(cfg, kind)
+
     def member_update(state, key, seed_pool, population, bias, coef, floor):
-        k_roll, k_upd = jax.random.split(key)
+        k_roll, k_scr, k_upd = jax.random.split(key, 3)
         if selfplay:
-            traj, ret = rollout_selfplay(game, cfg, state.model, k_roll, bias, coef)
-            random_ret = jnp.float32(-1.0)  # none (metrics must be finite)
+            traj, ret = rollout_selfplay(game, cfg, state.model, k_roll, bias, coef, n=n_l)
+            eps = jnp.zeros(n_l)
+            if n_s:  # the scripted share: the learner's seat only, no curriculum
+                s_traj, s_ret, s_eps = rollout_partner(game, cfg, state.model, None, k_scr, coef,
+                                                       n_learned=0, n_scripted=n_s, bias=bias,
+                                                       scripted=scripted)
+                traj = jax.tree.map(lambda a, b: jnp.concatenate([a, b], 1), traj, s_traj)
+                ret, eps = jnp.concatenate([ret, s_ret]), jnp.concatenate([eps, s_eps])
             if kind == "mep_pop":
                 mix = population_logp(jax.lax.stop_gradient(population), traj["obs"], traj["actions"])
                 traj = {**traj, "rewards": traj["rewards"] - cfg.mep_alpha * mix}
         else:
             traj, ret, eps = rollout_partner(game, cfg, state.model, seed_pool, k_roll, coef,
-                                              floor)
-            solo = eps >= 1.0
-            random_ret = jnp.where(solo.any(), (ret * solo).sum() / jnp.maximum(solo.sum(), 1),
-                                   -1.0)
+                                              floor, n_learned=n_l, n_scripted=n_s,
+                                              scripted=scripted)
+        solo = (eps >= 1.0).at[n_l:].set(False)  # a random learned partner (the curriculum's too)
+        mean_or_missing = lambda x, m: jnp.where(m.any(), (x * m).sum() / jnp.maximum(m.sum(), 1),
+                                                 -1.0)  # -1: none (metrics must be finite)
+        scripted_ep = jnp.arange(cfg.num_envs) >= n_l
         traj = {**traj, "rewards": cfg.reward_scale * traj["rewards"]}
         state, terms = ppo_update(cfg, state, traj, k_upd, opt)
-        return state, {**terms, "return": ret.mean(), "return_random_partner": random_ret}
+        return state, {**terms, "return": ret[:n_l].mean(),
+                       "return_random_partner": mean_or_missing(ret, solo),
+                       "return_scripted": mean_or_missing(ret, scripted_ep)}
 
     def seed_update(states, key, seed_pool, coef, floor):
         population = states.model
@@ -335,11 +406,12 @@ def load_agents(path, cfg, game: Game, prefix: str = "agent") -> ActorCritic:
 
 
 def history_rows(cfg, game: Game, kind: str, history: dict) -> list[dict]:
-    """Training curve: per update, seed and member the mean sparse episode return, the learner's
-    environment and gradient steps so far."""
+    """Training curve: per update, seed and member the mean sparse episode return with the
+    learned (or self-play) partners, with a random learned partner and with the scripted
+    role-switchers, the learner's environment and gradient steps so far."""
     rows = []
     ret, ent = history["return"], history["entropy"]
-    rnd = history["return_random_partner"]
+    rnd, scr = history["return_random_partner"], history["return_scripted"]
     for u in range(ret.shape[0]):
         for s_i, seed in enumerate(cfg.seeds):
             for m in range(ret.shape[2]):
@@ -351,5 +423,7 @@ def history_rows(cfg, game: Game, kind: str, history: dict) -> list[dict]:
                              "return": float(ret[u, s_i, m]), "entropy": float(ent[u, s_i, m]),
                              "return_random_partner": (float(rnd[u, s_i, m]) if rnd[u, s_i, m] >= 0
                                                           else float("nan")),
+                             "return_scripted": (float(scr[u, s_i, m]) if scr[u, s_i, m] >= 0
+                                                 else float("nan")),
                              "shaped_coef": float(history["shaped_coef"][u])})
     return rows
