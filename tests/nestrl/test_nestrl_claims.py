@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from repro26.nestrl import claims, evaluate
-from repro26.nestrl.env import SCRIPTED
+from repro26.nestrl import claims, evaluate, names
+from repro26.nestrl.names import SCRIPTED
 
 CFG = SimpleNamespace(seeds=(0, 1, 2, 3), levels=2, layouts=("cramped_room",), eval_repeats=3,
                       hidden=4)
@@ -20,11 +20,11 @@ def pairs_table(spec):
     """pairs.csv rows: ego e of seed s with every partner; ``spec[e]`` gives the held-out return,
     its first and last quarter, its adaptability, the return with itself and with its kind from
     other seeds."""
-    learned = evaluate.ego_types(CFG)
+    learned = names.ego_types(CFG)
     partners = [(p, ps) for p in learned for ps in CFG.seeds] + [(p, -1) for p in SCRIPTED]
     rows = {k: [] for k in ("layout", "ego", "seed", "partner", "partner_seed", "partner_group",
                             "return", "q1", "q4", "adapt")}
-    for ego in [*learned, evaluate.IDEAL, *evaluate.TRIVIAL]:
+    for ego in [*learned, names.IDEAL, *names.TRIVIAL]:
         v = {**BASE, **spec.get(ego, {})}
         for s in CFG.seeds:
             for p, ps in partners:

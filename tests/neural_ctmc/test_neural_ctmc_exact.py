@@ -16,7 +16,8 @@ from repro26.core.claims import CANNOT_SHOW
 from repro26.neural_ctmc import claims as C
 from repro26.neural_ctmc import exact as E
 from repro26.neural_ctmc import solvers
-from repro26.neural_ctmc.model import METHODS, make_denoiser
+from repro26.neural_ctmc.model import make_denoiser
+from repro26.neural_ctmc.names import METHODS, SAMPLERS
 from repro26.neural_ctmc.solvers import ALL_SAMPLERS
 
 EPS = 1e-3
@@ -266,7 +267,7 @@ def _text_tables(ours_ppl, theirs_ppl, ours_entropy=2.8, spread=0.5, seeds=3):
                 for metric, v in (("gen_ppl", ppl + spread * rng.standard_normal()),
                                   ("entropy", ent)):
                     rows.append({"corpus": "text", "method": method, "seed": seed,
-                                 "metric": metric, "sampler": solvers.SAMPLERS[method][0],
+                                 "metric": metric, "sampler": SAMPLERS[method][0],
                                  "steps": n, "value": v})
     table = {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
     ref = {"corpus": np.asarray(["text"] * 4),

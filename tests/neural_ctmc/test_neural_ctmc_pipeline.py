@@ -15,7 +15,7 @@ from repro26.core.claims import validate_claims_file
 from repro26.core.cli import main, method_figures, resolve_run_config, run_stage
 from repro26.core.config import UsageError, as_dict, config_hash
 from repro26.neural_ctmc import cli as nc
-from repro26.neural_ctmc.model import METHODS
+from repro26.neural_ctmc.names import METHODS
 
 ROOT = Path(__file__).resolve().parents[2]
 

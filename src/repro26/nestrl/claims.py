@@ -18,17 +18,13 @@ steps of training the learner's partners are listed beside them.
 
 from __future__ import annotations
 
-import equinox as eqx
-import jax
 import numpy as np
 
 from repro26.core import tables
 from repro26.core.claims import Claim
 from repro26.core.method import claim_set
 from repro26.core.stats import summary
-from repro26.nestrl import evaluate
-from repro26.nestrl.env import N_ACTIONS
-from repro26.nestrl.model import ActorCritic
+from repro26.nestrl import names
 
 HELDOUT_GROUPS = ("heldout_learned", "proxy")
 PAIR_COLUMNS = ("ego", "seed", "partner_group", "return", "q1", "q4", "adapt")
@@ -56,7 +52,7 @@ def lineage(cfg, agent: str) -> tuple[str, ...]:
     (a level-k agent: levels k-1 .. 1 and the level-0 population; br: every job)."""
     if agent in LINEAGE:
         return LINEAGE[agent]
-    if agent == evaluate.IDEAL:
+    if agent == names.IDEAL:
         from repro26.nestrl.train import train_kinds
 
         return ("br", *(k for k in train_kinds(cfg) if k != "br"))
@@ -68,6 +64,12 @@ def budgets(cfg, curves, agents) -> dict:
     """Per agent: its own environment and gradient steps (``env_steps``, ``optimiser_steps``,
     the last row of its job's training table, per learner) and the environment steps of every
     learner of its lineage (``env_steps_with_partners``)."""
+    import equinox as eqx
+    import jax
+
+    from repro26.nestrl.env import N_ACTIONS
+    from repro26.nestrl.model import ActorCritic
+
     def last(kind, column):
         rows = tables.select(curves, kind=kind)
         return float(np.max(np.asarray(rows[column], float)))
@@ -162,16 +164,16 @@ def _undecided(*names, keys=None):
 
 def _trivial(pairs, seeds) -> tuple[str, dict[str, np.ndarray]]:
     """The stronger trivial ego with the held-out partners and every trivial ego's returns."""
-    ret = {t: per_seed_heldout(pairs, t, "return", seeds) for t in evaluate.TRIVIAL}
-    return max(evaluate.TRIVIAL, key=lambda t: ret[t].mean()), ret
+    ret = {t: per_seed_heldout(pairs, t, "return", seeds) for t in names.TRIVIAL}
+    return max(names.TRIVIAL, key=lambda t: ret[t].mean()), ret
 
 
 def heldout_return_claim(pairs, cfg, budget=None) -> Claim:
     seeds = list(cfg.seeds)
-    nest = evaluate.nestrl_type(cfg)
+    nest = names.nestrl_type(cfg)
     trivial, triv_ret = _trivial(pairs, seeds)
     ret = {e: per_seed_heldout(pairs, e, "return", seeds)
-           for e in (nest, "fcp", "sp", evaluate.IDEAL)}
+           for e in (nest, "fcp", "sp", names.IDEAL)}
     ret.update(triv_ret)
     beats = lambda e: bool(_sign(_diff(ret[e], ret[trivial])["ci95"]) == "above")
     row = lambda e: {"nestrl": summary(ret[e]), "diff_vs_fcp": _diff(ret[e], ret["fcp"]),
@@ -181,7 +183,7 @@ def heldout_return_claim(pairs, cfg, budget=None) -> Claim:
          "fcp_beats_trivial": beats("fcp"), "sp_beats_trivial": beats("sp"),
          "nestrl_beats_trivial": beats(nest),
          "random": summary(ret["random"]), "subtask": summary(ret["subtask"]),
-         "best_response": summary(ret[evaluate.IDEAL])}
+         "best_response": summary(ret[names.IDEAL])}
     return Claim.check(
         "heldout_return",
         "NestRL achieves higher task performance with unseen adaptive agents than FCP and "
@@ -200,7 +202,7 @@ def heldout_return_claim(pairs, cfg, budget=None) -> Claim:
         effect=lambda m: min(m["diff_vs_fcp"]["mean"], m["diff_vs_sp"]["mean"]),
         trivial=row(trivial),
         trivial_note=f"the {trivial} ego in NestRL's place, same partners",
-        ideal=row(evaluate.IDEAL),
+        ideal=row(names.IDEAL),
         ideal_note="a best response trained (same budget) against the held-out partners of its "
                    "seed (the learned ones; the scripted proxies in its scripted share), in "
                    "NestRL's place: how much a partner-aware agent gains",
@@ -211,9 +213,9 @@ def heldout_return_claim(pairs, cfg, budget=None) -> Claim:
 
 def adaptability_claim(pairs, cfg, budget=None) -> Claim:
     seeds = list(cfg.seeds)
-    nest = evaluate.nestrl_type(cfg)
+    nest = names.nestrl_type(cfg)
     trivial, triv_ret = _trivial(pairs, seeds)
-    egos = (nest, "fcp", "sp", evaluate.IDEAL, *evaluate.TRIVIAL)
+    egos = (nest, "fcp", "sp", names.IDEAL, *names.TRIVIAL)
     adapt = {e: per_seed_heldout(pairs, e, "adapt", seeds) for e in egos}
     within = {e: per_seed_heldout(pairs, e, "q4", seeds) - per_seed_heldout(pairs, e, "q1", seeds)
               for e in egos}
@@ -257,12 +259,12 @@ def adaptability_claim(pairs, cfg, budget=None) -> Claim:
 
 def convention_claim(pairs, cfg, budget=None) -> Claim:
     seeds = list(cfg.seeds)
-    nest = evaluate.nestrl_type(cfg)
+    nest = names.nestrl_type(cfg)
     sp_same, sp_cross = self_and_cross(pairs, "sp", seeds)
     n_same, n_cross = self_and_cross(pairs, nest, seeds)
     trivial = {t: np.asarray([np.mean(np.asarray(pairs["return"][tables.where(
-        pairs, ego=t, seed=s, partner=t)], float)) for s in seeds]) for t in evaluate.TRIVIAL}
-    best = max(evaluate.TRIVIAL, key=lambda t: trivial[t].mean())
+        pairs, ego=t, seed=s, partner=t)], float)) for s in seeds]) for t in names.TRIVIAL}
+    best = max(names.TRIVIAL, key=lambda t: trivial[t].mean())
     sp_gap = sp_same - sp_cross
 
     def row(same, cross):
@@ -315,9 +317,9 @@ def convention_claim(pairs, cfg, budget=None) -> Claim:
 @claim_set(inputs_from=lambda cfg: [*pair_tables(cfg), *train_tables(cfg)])
 def CLAIMS(run):
     pairs, cfg = read_pairs(run), run.cfg
-    nest = evaluate.nestrl_type(cfg)
-    budget = budgets(cfg, read_curves(run), (nest, "fcp", "sp", evaluate.IDEAL))
+    nest = names.nestrl_type(cfg)
+    budget = budgets(cfg, read_curves(run), (nest, "fcp", "sp", names.IDEAL))
     pick = lambda *names: {("nestrl" if n == nest else n): budget[n] for n in names}
-    return [heldout_return_claim(pairs, cfg, pick(nest, "fcp", "sp", evaluate.IDEAL)),
+    return [heldout_return_claim(pairs, cfg, pick(nest, "fcp", "sp", names.IDEAL)),
             adaptability_claim(pairs, cfg, pick(nest, "fcp")),
             convention_claim(pairs, cfg, pick(nest, "sp"))]

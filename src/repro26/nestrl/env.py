@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from repro26.nestrl.names import SCRIPTED
+
 N_ACTIONS = 6
 UP, DOWN, RIGHT, LEFT, STAY, INTERACT = range(6)
 MOVES = ((0, -1), (0, 1), (1, 0), (-1, 0))  # (dx, dy) of actions up, down, right, left
@@ -34,7 +36,6 @@ EMPTY, ONION, PLATE, DISH = 1, 3, 5, 9  # jaxmarl's object indices (inventory)
 POT_FULL = 20  # pot status <= 20: cooking (counting down) or ready (0)
 TARGETS = ("onion_pile", "plate_pile", "pot", "goal")
 ONION_PILE, PLATE_PILE, POT, GOAL = range(4)
-SCRIPTED = ("random", "subtask", "proxy_onion", "proxy_plate")
 LAYOUTS = ("cramped_room", "asymm_advantages", "coord_ring", "forced_coord", "counter_circuit")
 
 

@@ -28,22 +28,7 @@ import numpy as np
 
 from repro26.nestrl import env as E
 from repro26.nestrl.model import ActorCritic
-
-LEARNED_KINDS = ("sp", "fcp", "mep")  # plus level1..levelK
-IDEAL = "br"  # best response to the held-out learned partners: the ideal row, an ego only
-TRIVIAL = ("random", "subtask")
-PROXIES = ("proxy_onion", "proxy_plate")
-
-
-def ego_types(cfg) -> tuple[str, ...]:
-    """The learned agents that are also partners (every learned type but the ideal row)."""
-    return (*LEARNED_KINDS, *(f"level{k}" for k in range(1, cfg.levels + 1)))
-
-
-def nestrl_type(cfg) -> str:
-    """The NestRL agent: the top level."""
-    return f"level{cfg.levels}"
-
+from repro26.nestrl.names import IDEAL, PROXIES, TRIVIAL, ego_types
 
 def partner_group(ego_type, ego_seed, partner_type, partner_seed) -> str:
     if partner_type in PROXIES:

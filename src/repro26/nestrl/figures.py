@@ -7,10 +7,10 @@ import numpy as np
 from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
-from repro26.nestrl import evaluate
+from repro26.nestrl import names
 from repro26.nestrl.claims import (HELDOUT_GROUPS, pair_tables, per_seed_heldout, read_pairs,
                                    train_tables)
-from repro26.nestrl.env import SCRIPTED
+from repro26.nestrl.names import SCRIPTED
 
 LABELS = {"sp": "self-play", "fcp": "FCP", "mep": "MEP", "br": "best response (ideal)",
           "random": "random",
@@ -23,7 +23,7 @@ SMOOTH_BLOCKS = 25  # training curves: mean return over this many equal blocks o
 
 
 def _label(name: str, cfg) -> str:
-    if name == evaluate.nestrl_type(cfg):
+    if name == names.nestrl_type(cfg):
         return f"NestRL (L{cfg.levels})"
     if name.startswith("level"):
         return f"level {name[5:]}"
@@ -31,7 +31,7 @@ def _label(name: str, cfg) -> str:
 
 
 def _egos(cfg) -> list[str]:
-    return [*evaluate.ego_types(cfg), evaluate.IDEAL, *evaluate.TRIVIAL]
+    return [*names.ego_types(cfg), names.IDEAL, *names.TRIVIAL]
 
 
 @figure(inputs_from=pair_tables)
@@ -44,7 +44,7 @@ def crossplay_matrix(run):
     cfg = run.cfg
     pairs = read_pairs(run)
     egos = _egos(cfg)
-    partners = [*evaluate.ego_types(cfg), *SCRIPTED]
+    partners = [*names.ego_types(cfg), *SCRIPTED]
     matrix = np.full((len(egos), len(partners)), np.nan)
     for i, e in enumerate(egos):
         for j, p in enumerate(partners):
@@ -68,7 +68,7 @@ def crossplay_matrix(run):
     axes[0].set_xlabel("partner")
     axes[0].set_ylabel("ego")
     fig.colorbar(im, ax=axes[0], label="team return")
-    for ax, ego in zip(axes[1:], ("sp", evaluate.nestrl_type(cfg))):
+    for ax, ego in zip(axes[1:], ("sp", names.nestrl_type(cfg))):
         seeds = list(cfg.seeds)
         block = np.full((len(seeds), len(seeds)), np.nan)
         for i, s in enumerate(seeds):
@@ -110,7 +110,7 @@ def partner_returns(run):
             mean, half = mean_ci(np.asarray(per_seed))
             means.append(mean), halves.append(half)
         x = np.arange(len(egos)) + (g_i - 0.5) * width
-        colors = [("0.6" if e in evaluate.TRIVIAL else f"C{g_i}") for e in egos]
+        colors = [("0.6" if e in names.TRIVIAL else f"C{g_i}") for e in egos]
         ax.bar(x, means, width, yerr=halves, color=colors, capsize=2, label=LABELS[group],
                edgecolor=f"C{g_i}", linewidth=1.2, hatch=None if g_i == 0 else "//")
     ax.set_xticks(range(len(egos)), [_label(e, cfg) for e in egos], rotation=30, ha="right",
@@ -129,14 +129,14 @@ def adaptability(run):
     over episodes 2 and later, per ego (grey: trivial egos, 0 by construction)."""
     cfg = run.cfg
     pairs = read_pairs(run)
-    egos = [evaluate.nestrl_type(cfg), "fcp", "sp", "mep", evaluate.IDEAL, *evaluate.TRIVIAL]
+    egos = [names.nestrl_type(cfg), "fcp", "sp", "mep", names.IDEAL, *names.TRIVIAL]
     fig, grid = plotting.subplots(1, 2, width=4.3, height=3.2)
     ax, bx = grid[0]
     repeats = np.arange(1, cfg.eval_repeats + 1)
     for i, e in enumerate(egos):
         # trivial egos in two greys (random light, scripted subtask dark)
         grey = {"random": "0.7", "subtask": "0.35"}
-        color = grey.get(e, "0.5") if e in evaluate.TRIVIAL else f"C{i}"
+        color = grey.get(e, "0.5") if e in names.TRIVIAL else f"C{i}"
         for prefix, ls in (("episode", "-"), ("carried", "--")):
             ep = np.stack([per_seed_heldout(pairs, e, f"{prefix}{j}", cfg.seeds) for j in repeats], 1)
             plotting.line_with_ci(ax, repeats, ep, color=color, ls=ls, marker="o", ms=3,

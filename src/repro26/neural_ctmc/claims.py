@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from repro26.core import tables
 from repro26.core.claims import Claim
@@ -47,8 +47,8 @@ from repro26.core.method import claim_set
 from repro26.core.stats import summary
 from repro26.neural_ctmc.figures import (CLAIM_STEPS, NOISE, OWN, excess, floor,
                                          metric_by_seed, reference)
-from repro26.neural_ctmc.model import METHODS
-from repro26.neural_ctmc.solvers import ALL_SAMPLERS
+from repro26.neural_ctmc.names import METHODS
+from repro26.neural_ctmc.names import ALL_SAMPLERS
 
 #: "comparable sample entropy" / "H(q_N) close to H(p)": within this relative distance
 ENTROPY_TOLERANCE = 0.05
@@ -67,7 +67,7 @@ def welch(ours, theirs) -> dict:
     if se == 0:
         return {"diff": diff, "ci95": [diff, diff], "half": 0.0}
     dof = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-    half = float(stats.t.ppf(0.975, dof) * se)
+    half = float(special.stdtrit(dof, 0.975) * se)
     return {"diff": diff, "ci95": [diff - half, diff + half], "half": half}
 
 
@@ -160,7 +160,7 @@ def paired(before, after, level: float = 0.95) -> dict:
     d = np.asarray(before, float) - np.asarray(after, float)
     if d.size < 2:
         return {"diff": float(d.mean()), "ci": [-np.inf, np.inf], "half": np.inf}
-    half = float(stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
+    half = float(special.stdtrit(d.size - 1, 0.5 + level / 2) * d.std(ddof=1) / np.sqrt(d.size))
     return {"diff": float(d.mean()), "ci": [float(d.mean()) - half, float(d.mean()) + half],
             "half": half}
 

@@ -14,7 +14,7 @@ from typing import Literal
 from repro26.core.cli import Run
 from repro26.core.config import Count, NonNegative, NonNegativeInt, Positive, Probability
 from repro26.core.method import stage
-from repro26.neural_ctmc.model import METHODS
+from repro26.neural_ctmc.names import METHODS
 
 CORPORA: tuple[str, ...] = ("text",)
 

@@ -27,6 +27,7 @@ from repro26.core import io, tables
 from repro26.neural_ctmc import data as D
 from repro26.neural_ctmc import losses, solvers
 from repro26.neural_ctmc.model import n_parameters, scorer_nll
+from repro26.neural_ctmc.names import SAMPLERS
 from repro26.neural_ctmc.train import init_denoisers, init_scorer, load_corpus, seed_slice
 
 
@@ -76,7 +77,7 @@ def evaluate_model(run, corpus: str, method: str) -> None:
                  {**base, "metric": "parameters", "sampler": "-", "steps": 0,
                   "value": n_parameters(model)}]
         shown_by_key = {}
-        for sampler in solvers.SAMPLERS[method]:
+        for sampler in SAMPLERS[method]:
             for steps in ev.steps:
                 chunks = []
                 for j, start in enumerate(range(0, ev.n_samples, ev.batch_size)):

@@ -10,8 +10,8 @@ import numpy as np
 from repro26.core import io, plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
-from repro26.neural_ctmc.model import METHODS
-from repro26.neural_ctmc.solvers import SAMPLERS
+from repro26.neural_ctmc.names import METHODS
+from repro26.neural_ctmc.names import SAMPLERS
 
 LABELS = {"neural_ctmc": "Neural CTMC", "gidd": "GIDD (uniform)", "mdlm": "MDLM (masked)",
           "sedd": "SEDD (uniform)"}

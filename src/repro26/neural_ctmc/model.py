@@ -24,8 +24,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-#: the method names, in the order they appear in tables and figures
-METHODS: tuple[str, ...] = ("neural_ctmc", "gidd", "mdlm", "sedd")
+from repro26.neural_ctmc.names import METHODS
 
 
 class Block(eqx.Module):

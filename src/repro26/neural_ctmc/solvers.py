@@ -32,23 +32,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Int, PRNGKeyArray
 
 from repro26.neural_ctmc import losses
-
-#: every sampler that applies to each method (its own first); all are read exactly in the
-#: synthetic study
-ALL_SAMPLERS: dict[str, tuple[str, ...]] = {
-    "neural_ctmc": ("tau", "euler", "jump"),
-    "gidd": ("ancestral", "tau", "euler", "jump"),
-    "mdlm": ("ancestral",),
-    "sedd": ("tau", "euler", "jump"),
-}
-#: samplers evaluated per method on text (sampled, scored); the first is the method's own
-SAMPLERS: dict[str, tuple[str, ...]] = {
-    "neural_ctmc": ("tau", "euler"),
-    "gidd": ("ancestral", "tau"),
-    "mdlm": ("ancestral",),
-    "sedd": ("tau",),
-}
-
+from repro26.neural_ctmc.names import ALL_SAMPLERS
 
 def _uniform_step(method, sampler, model, x, t, s, key, eps):
     k_u, k_y = jax.random.split(key)

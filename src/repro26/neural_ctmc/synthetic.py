@@ -36,7 +36,7 @@ from repro26.neural_ctmc import exact as E
 from repro26.neural_ctmc import losses
 from repro26.neural_ctmc.model import make_denoiser, n_parameters
 from repro26.neural_ctmc.figures import CLAIM_STEPS
-from repro26.neural_ctmc.solvers import ALL_SAMPLERS
+from repro26.neural_ctmc.names import ALL_SAMPLERS
 from repro26.neural_ctmc.train import (evaluated_model, init_state, make_optimizer, seed_slice,
                                        wrap_step)
 
