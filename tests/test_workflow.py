@@ -182,7 +182,7 @@ def test_paper_requests_are_sized_from_small_benchmarks(tmp_path):
     bench = tmp_path / "results/small/srgw/benchmarks"
     bench.mkdir(parents=True)
     header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
-    (bench / "fit_absdiff_n100.tsv").write_text(header + "2000\t0:33:20\t9000\t0\t0\t0\t0\t0\t0\t0\n")
+    (bench / "fit_n100.tsv").write_text(header + "2000\t0:33:20\t9000\t0\t0\t0\t0\t0\t0\t0\n")
     (bench / "data.tsv").write_text(header + "10\t0:00:10\t500\t0\t0\t0\t0\t0\t0\t0\n")
     result = snakemake("-n", "--forceall", "srgw", "--config", "scale=paper", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
