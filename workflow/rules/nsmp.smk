@@ -8,9 +8,9 @@ NS_CFG = method_config(NS)
 NS_CASES = list(NS_CFG["cases"]) + [
     f"ridge-{topo}-n{n}" for topo in NS_CFG["scaling_topologies"] for n in NS_CFG["scaling_n"]
 ]
-NS_METHODS_OF = load_method(NS).methods_of
-NS_CONVERGENCE_METHODS = NS_METHODS_OF("ridge-chain")
-NS_SCALING_METHODS = NS_METHODS_OF("ridge-chain-n2")
+NS_CLI = load_method(NS)
+NS_CONVERGENCE_METHODS = NS_CLI.CONVERGENCE_SOLVERS
+NS_SCALING_METHODS = NS_CLI.SCALING_SOLVERS
 
 
 rule nsmp_case:
@@ -51,7 +51,7 @@ rule nsmp_evaluate:
     """Best grid point per case and method, cost to tolerance, schedule structure."""
     input:
         cfg=config_path(NS, "evaluate"),
-        summaries=[out(NS, "runs", c, f"{m}_summary.csv") for c in NS_CASES for m in NS_METHODS_OF(c)],
+        summaries=[out(NS, "runs", c, f"{m}_summary.csv") for c in NS_CASES for m in NS_CLI.methods_of(c)],
         cases=[out(NS, "runs", c, "case.npz") for c in NS_CASES],
     output:
         evaluation=out(NS, "evaluation.csv"),

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
+from scipy.special import bdtr
 
 CONTROL = "control"
 
@@ -64,9 +64,9 @@ def median_order(n: int, confidence: float = 0.95) -> tuple[int, float]:
     if n < 1:
         raise ValueError("a median interval needs at least one value")
     k = 1
-    while k + 1 <= (n + 1) // 2 and 1 - 2 * stats.binom.cdf(k, n, 0.5) >= confidence:
+    while k + 1 <= (n + 1) // 2 and 1 - 2 * bdtr(k, n, 0.5) >= confidence:
         k += 1
-    return k, float(1 - 2 * stats.binom.cdf(k - 1, n, 0.5))
+    return k, float(1 - 2 * bdtr(k - 1, n, 0.5))
 
 
 def median_interval(values: Any, confidence: float = 0.95) -> tuple[float, float, float]:

@@ -94,13 +94,17 @@ def _case(run: Run) -> str:
     return case
 
 
+CONVERGENCE_SOLVERS = ("nsmp", "admm", "fedavg", "fedprox")
+"""Every solver, run on a convergence case (``<problem>-<topology>``)."""
+SCALING_SOLVERS = ("nsmp", "admm")
+"""The solvers of a scaling case (``-n<clients>``), where the claim counts messages against the
+client count."""
+
+
 def methods_of(case: str) -> tuple[str, ...]:
-    """The solvers run on ``case``: all four on a convergence case, NSMP and consensus ADMM on a
-    scaling case (``-n<clients>``), where the claim counts messages against the client count."""
-    return ITERATIVE if data_mod.parse_case(case)[2] is None else ("nsmp", "admm")
-
-
-ITERATIVE = ("nsmp", "admm", "fedavg", "fedprox")
+    """The solvers run on ``case``: :data:`CONVERGENCE_SOLVERS` on a convergence case,
+    :data:`SCALING_SOLVERS` on a scaling case."""
+    return CONVERGENCE_SOLVERS if data_mod.parse_case(case)[2] is None else SCALING_SOLVERS
 
 
 @stage({"case": str})
