@@ -37,8 +37,8 @@ the CSV's other rows (dense, other sparse configurations) are kept.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -53,6 +53,13 @@ def mem_available_bytes() -> int:
     except OSError:
         pass
     return 0
+
+
+def _children_cpu(before: os.times_result) -> float:
+    """CPU seconds (user + system) of the child processes that ended since ``before``."""
+    now = os.times()
+    return (now.children_user - before.children_user) + (now.children_system
+                                                         - before.children_system)
 
 
 def main() -> None:
@@ -85,6 +92,7 @@ def main() -> None:
     import ot
 
     from benchmarks.runner import compare, median_time, save
+    from repro26.core import timing
     from repro26.srgw import data, evaluate, model, solvers
 
     spec = data.SBMSpec(0.3, 0.1, (1.0, 1.0, 1.0))
@@ -146,9 +154,7 @@ def main() -> None:
                 pot = evaluate.pot_block_model(A64, T064, tol, 1000)
             else:  # POT to tolerance takes minutes here: one run, no warm-up (nothing compiles)
                 t_ours = median_time(lambda: solve(A, T0), args.repeats)
-                start = time.perf_counter()
-                pot = evaluate.pot_block_model(A64, T064, tol, 1000)
-                t_pot = time.perf_counter() - start
+                pot, t_pot = timing.cpu_timed(evaluate.pot_block_model, A64, T064, tol, 1000)
                 print(f"srgw to-tolerance n={n}: ours {t_ours:.2f} s, POT {t_pot:.2f} s (1 run), "
                       f"reference/ours {t_pot / t_ours:.2f}x", flush=True)
             rows.append({**base, "name": "to-tolerance", "ours_s": t_ours, "pot_s": t_pot,
@@ -209,7 +215,7 @@ def sparse_main(args) -> None:
             for K in args.ks:
                 cmd = [sys.executable, __file__, "--one", f"{n},{degree},{K}",
                        "--threads", str(threads)]
-                start = time.perf_counter()
+                before = os.times()
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")), None)
                 if line is None:
@@ -220,7 +226,7 @@ def sparse_main(args) -> None:
                     continue
                 r = json.loads(line[4:])
                 rows.append({"name": "sparse", "dense": False, "threads": threads, **r,
-                             "process_s": time.perf_counter() - start})
+                             "process_cpu_s": _children_cpu(before)})
                 print(f"srgw sparse n={n:,} d={degree:g} K={K}: nnz {r['nnz']:,}, to tolerance "
                       f"{r['time_s']:.2f} s ({r['iterations']} it; sampling {r['sample_s']:.1f} s), "
                       f"{r['iteration_s'] * 1e3:.1f} ms/it = {r['iteration_over_matmul']:.2f}x one "

@@ -41,6 +41,14 @@ def _block(result: Any) -> Any:
     return jax.block_until_ready(result)
 
 
+def cpu_timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    """``(fn(*args), CPU seconds of this process it took)``, blocked on the result (one call, so
+    a compiled ``fn`` should have run once before; a first call includes its compilation)."""
+    start = time.process_time()
+    out = _block(fn(*args))
+    return out, time.process_time() - start
+
+
 def cpu_seconds(fn: Callable[[], Any], calls: int = 1) -> float:
     """CPU seconds of this process spent in ``calls`` blocked calls of ``fn`` (per call)."""
     start = time.process_time()

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import functools
-import time
 from pathlib import Path
 
 import jax
@@ -23,6 +22,7 @@ import optax
 import scipy.sparse as sp
 from jax.experimental import enable_x64
 
+from repro26.core import timing
 from repro26.poll import data, model, solvers
 
 
@@ -118,10 +118,8 @@ def poll_job(cfg, graphs: dict, family: str, n: int, heterogeneity: float):
     honest = jnp.zeros((len(insts), games.degree.shape[-1]), bool)
     args = (keys, games, exact, truncated, checks, honest, 1.0, False)
     run = _poll_batched(cfg.rounds, cfg.walk_length).lower(*args).compile()  # compile excluded
-    start = time.perf_counter()
-    trace = run(*args)
-    trace.error.block_until_ready()
-    seconds_per_seed = (time.perf_counter() - start) / len(insts)
+    trace, seconds = timing.cpu_timed(run, *args)
+    seconds_per_seed = seconds / len(insts)
     common = {"family": family, "n": n, "het": heterogeneity}
     summary, trajectory = [], []
     marks = checkpoints(cfg.rounds, cfg.checkpoints)
@@ -198,9 +196,7 @@ def exact_n(cfg, graphs: dict, family: str, n: int) -> list[dict]:
         base = {"family": family, "n": n, "seed": seed}
         for name, fn in solvers_jit.items():
             jax.block_until_ready(fn(game, q_star))
-            start = time.perf_counter()
-            res = jax.block_until_ready(fn(game, q_star))
-            seconds = time.perf_counter() - start
+            res, seconds = timing.cpu_timed(fn, game, q_star)
             rows.append({**base, "method": name, "iterations": int(res.iterations),
                          "ops_to_eps": float(res.ops), "time_s": seconds,
                          "price_error": float(res.error)})

@@ -111,8 +111,9 @@ def operations_vs_n(run):
     """Operations to reach price error ε vs n: Poll's multiply-adds counted in its scan per
     round, times the CLT's rounds to a root-mean-square price error of ε, against conjugate
     gradients and best-response dynamics (multiply-adds counted in their loops, stopped at the
-    same ε) and the dense Cholesky solve (n³m³/3, run up to dense_max_n); bottom: wall-clock
-    seconds (compile excluded; Poll: the same share of its run). Mean over seeds with 95% CI;
+    same ε) and the dense Cholesky solve (n³m³/3, run up to dense_max_n); bottom: CPU seconds
+    of the process (compile excluded; Poll: the same share of its run). Mean over seeds with 95%
+    CI;
     one column per family."""
     ops = tables.read(run.input("ops.csv"))
     fams = [f for f in tables.unique(ops, "family") if len(tables.unique(ops, "n", family=f)) > 1]
@@ -126,7 +127,7 @@ def operations_vs_n(run):
                 _mean_band(axes[row, j], ns, vals, log=True, color=COLORS[method],
                            label=LABELS[method])
         ns = tables.unique(ops, "n", family=fam)
-        for row, label in ((0, "multiply-adds to ε"), (1, "seconds to ε")):
+        for row, label in ((0, "multiply-adds to ε"), (1, "CPU seconds to ε")):
             _log_n_axis(axes[row, j], sorted(ns))
             axes[row, j].set_yscale("log")
             axes[row, j].set_ylabel(label)

@@ -38,7 +38,6 @@ r"""The math of pricing by polling, in the algorithm's order.
 
 from __future__ import annotations
 
-import time
 
 import equinox as eqx
 import jax
@@ -49,6 +48,7 @@ import scipy.sparse.linalg as spla
 from jaxtyping import Array, Float, PRNGKeyArray
 from scipy import stats
 
+from repro26.core import timing
 from repro26.poll.model import (Kernel, NetworkGame, kernel_from_centralities, kernel_numpy,
                                 price_error, welfare_gap)
 
@@ -140,9 +140,7 @@ def dense_solve(game: NetworkGame) -> tuple[np.ndarray, float, float]:
         return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(dense), rhs)
 
     solve(game).block_until_ready()
-    start = time.perf_counter()
-    y = solve(game).block_until_ready()
-    seconds = time.perf_counter() - start
+    y, seconds = timing.cpu_timed(solve, game)
     size = int(game.agents) * m
     ops = size**3 / 3 + 2 * size**2 * m
     return np.asarray(y).reshape(n, m, m), ops, seconds

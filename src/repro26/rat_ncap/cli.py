@@ -109,8 +109,8 @@ def contacts_path(out):
 
 @stage()
 def speed_stage(run: Run) -> None:
-    """Env-steps/s of the MJX body (vmapped; with its compile time), of CPU MuJoCo on it and of
-    dm_control's full rodent standing on a floor (CPU MuJoCo)."""
+    """Env steps per CPU second of the MJX body (vmapped; with its compile time), of CPU MuJoCo
+    on it and of dm_control's full rodent standing on a floor (CPU MuJoCo)."""
     from repro26.core.io import write_table
     from repro26.rat_ncap import body, evaluate, rodent
 

@@ -31,7 +31,6 @@ stride frequency ~2-5 Hz, rising with speed, duty factor falling from ~0.7 (slow
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import jax
@@ -39,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from repro26.core import tables
+from repro26.core import tables, timing
 from repro26.rat_ncap import body
 from repro26.rat_ncap.losses import rollout
 from repro26.rat_ncap.model import (
@@ -200,8 +199,9 @@ def evaluate_variant(policy, env: body.Env, params: np.ndarray, seeds, speeds, c
 
 
 def env_speed(env: body.Env, batch: int, n_steps: int) -> dict:
-    """Env-steps/s of the vmapped MJX body under a scanned rollout (compile excluded), and the
-    trace + compile time of that rollout (first call minus a second call), in seconds."""
+    """Env steps per CPU second of this process for the vmapped MJX body under a scanned rollout
+    (compile excluded), and the trace + compile CPU time of that rollout (first call minus a
+    second call), in seconds."""
     keys = jax.random.split(jax.random.PRNGKey(0), batch)
 
     @jax.jit
@@ -214,27 +214,23 @@ def env_speed(env: body.Env, batch: int, n_steps: int) -> dict:
 
         return jax.lax.scan(f, data, jnp.arange(n_steps))[0].qpos
 
-    t0 = time.perf_counter()
-    roll(keys).block_until_ready()
-    t1 = time.perf_counter()
-    roll(keys).block_until_ready()
-    seconds = time.perf_counter() - t1
+    _, first = timing.cpu_timed(roll, keys)
+    _, seconds = timing.cpu_timed(roll, keys)
     return {"body": "rat_v2_analogue (MJX, vmapped)", "batch": batch, "steps": n_steps,
-            "env_steps_per_s": batch * n_steps / seconds, "compile_s": t1 - t0 - seconds}
+            "env_steps_per_s": batch * n_steps / seconds, "compile_s": first - seconds}
 
 
 def cpu_speed(model, n_steps: int) -> float:
-    """Env-steps/s of CPU MuJoCo (one environment) for a compiled ``MjModel``, after a 0.5 s
-    settle from its initial state (so bodies on a floor are measured standing, in contact)."""
+    """Env steps per CPU second of CPU MuJoCo (one environment) for a compiled ``MjModel``,
+    after a 0.5 s settle from its initial state (so bodies on a floor are measured standing, in
+    contact)."""
     import mujoco
 
     data = mujoco.MjData(model)
     for _ in range(int(round(0.5 / model.opt.timestep))):
         mujoco.mj_step(model, data)
-    t0 = time.perf_counter()
-    for _ in range(n_steps):
-        mujoco.mj_step(model, data)
-    return n_steps / (time.perf_counter() - t0)
+    _, seconds = timing.cpu_timed(lambda: [mujoco.mj_step(model, data) for _ in range(n_steps)])
+    return n_steps / seconds
 
 
 FICTIVE_TRANSIENT_S = 1.0

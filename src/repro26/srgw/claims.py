@@ -178,8 +178,8 @@ def scaling_claim(scaling) -> Claim:
     (:func:`.evaluate.scaling_cpu`): at every n >= SCALING_MIN_N the CPU-time ratio to the
     smallest such n0 must lie below (n/n0)^(1 + slack) beyond the noise floor (held when every
     widened interval is below, not held when one lies above, inconclusive otherwise), and the
-    blocks are recovered (ARI) at every n. The wall times of the per-n jobs (time to tolerance,
-    one sparse A @ T, memory) and POT's dense slopes are findings."""
+    blocks are recovered (ARI) at every n. The per-n jobs' single-call CPU times (time to
+    tolerance, one sparse A @ T), their memory and POT's dense slopes are findings."""
     has = len(scaling.get("n", []))
     pick = lambda solver: tables.select(scaling, solver=solver) if has else {}
     ours, pot, cpu = pick("ours_sparse"), pick("pot_dense"), pick("ours_sparse_cpu")
@@ -208,7 +208,7 @@ def scaling_claim(scaling) -> Claim:
                                 if cpu and len(cpu["n"]) >= 2 else float("nan")),
         "cpu_iteration_slope": (loglog_slope(ns, [per_n[n]["ratio"] for n in ns])
                                 if len(ns) >= 2 else float("nan")),
-        "finding_wall_iteration_slope": _slope_by_n(large, "iteration_s") if large else float("nan"),
+        "finding_per_job_iteration_slope": _slope_by_n(large, "iteration_s") if large else float("nan"),
         "finding_time_to_tolerance_slope": _slope_by_n(large, "time_s") if large else float("nan"),
         "finding_matmul_slope": _slope_by_n(large, "matmul_s") if large else float("nan"),
         "memory_slope": _slope_by_n(large, "memory_mb") if large else float("nan"),
@@ -257,7 +257,7 @@ def scaling_claim(scaling) -> Claim:
         f"widened by the noise floor, lie below (n/n0)^(1 + {SCALING_SLOPE_SLACK}) (O(nnz K) at "
         f"fixed degree), and the ARI of the recovered blocks is at least {SCALING_MIN_ARI} at "
         f"every n",
-        "Findings: the per-n jobs' wall-clock slopes (iteration, time to tolerance, one sparse "
+        "Findings: the per-n jobs' single-call CPU-time slopes (iteration, time to tolerance, one sparse "
         "A @ T) and POT (dense, float64), whose memory is 3 x 8n^2 bytes.",
         compared_with={"floor": "one sparse A @ T (the floor of an iteration), per-n jobs",
                        "reference": "POT srGW on the dense matrix"},

@@ -3,11 +3,11 @@ r"""Fits, metrics and the tidy tables every figure and claim reads.
 * :func:`fit_family_n` — one (family, n) job: for every seed, sample a graph, choose K (rate
   theory or held-out edge validation, :func:`choose_k`), run srGW and the baselines, record
   MSE of :math:`\hat P` (off-diagonal mean of
-  :math:`(\hat P_{ij} - P_{ij})^2`), ARI against the true blocks (SBMs), wall time, and srGW's
+  :math:`(\hat P_{ij} - P_{ij})^2`), ARI against the true blocks (SBMs), CPU time, and srGW's
   relaxed / rounded objectives and their gap.
 * :func:`pot_compare_seed` — the same block-coordinate estimator with POT's
   ``ot.gromov.semirelaxed_gromov_wasserstein`` as the T-step, from the same initial couplings
-  (objective and wall time; POT is imported only here).
+  (objective and CPU time; POT is imported only here).
 * :func:`fit_real_networks` — the srGW block model on the networkx graphs.
 * :func:`summarise` — mean and 95% CI over seeds, log-log slopes and the minimax rate curves.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -71,10 +70,7 @@ def mse_offdiag(P_hat: jax.Array, P: jax.Array) -> jax.Array:
 def timed(fn: Callable, *args) -> tuple[Any, float]:
     """Compile ``fn`` for ``args`` ahead of time, then return its result and the CPU seconds of
     this process (all threads; ``repro26.core.timing.cpu_seconds``) the compiled call took."""
-    compiled = jax.jit(fn).lower(*args).compile()
-    out = []
-    seconds = timing.cpu_seconds(lambda: out.append(compiled(*args)) or out[-1])
-    return out[-1], seconds
+    return timing.cpu_timed(jax.jit(fn).lower(*args).compile(), *args)
 
 
 # ----------------------------------------------------------------------------- families
@@ -164,7 +160,7 @@ def _srgw_fit(est: model.SrgwEstimator, A, key):
 
 class Compiled:
     """Ahead-of-time compiled functions of one job, keyed by name (which must encode every
-    static value, e.g. K): compiled on first use, then reused by every seed, so each call's wall
+    static value, e.g. K): compiled on first use, then reused by every seed, so each call's CPU
     time excludes compilation. Each program's peak memory (XLA's analysis) is checked against
     the machine's before it first runs: ``what`` names the job's size settings in the one-line
     refusal."""
@@ -182,12 +178,10 @@ class Compiled:
             self._cache[name] = compiled
 
     def __call__(self, name: str, fn: Callable, *args) -> tuple[Any, float]:
-        """``(fn(*args), seconds)``; ``fn`` is compiled for ``args`` the first time ``name`` is
-        seen."""
+        """``(fn(*args), CPU seconds of the call)``; ``fn`` is compiled for ``args`` the first
+        time ``name`` is seen (compilation is not timed)."""
         self.compile(name, fn, *args)
-        start = time.perf_counter()
-        out = jax.block_until_ready(self._cache[name](*args))
-        return out, time.perf_counter() - start
+        return timing.cpu_timed(self._cache[name], *args)
 
 
 def k_candidates(cfg, family: str, n: int) -> tuple[int, ...]:
@@ -237,7 +231,7 @@ def fit_family_n(cfg, family: str, n: int, progress: bool = False) -> list[dict]
     estimator).
 
     Seeds loop on the host over one compiled executable per function and K (compiled on the
-    first seed), so each graph's wall time is measured alone and at most one n x n graph is in
+    first seed), so each graph's CPU time is measured alone and at most one n x n graph is in
     memory; a vmapped batch of seeds would only give the batch's time and hold every graph.
     srGW's spectral initialisation and the spectral-clustering baseline share one spectral
     clustering per graph (computed and timed once; its time is added to both). With
@@ -521,16 +515,13 @@ def scaling_ours(cfg, n: int, degree: float, K: int, seed: int, iters: int) -> d
     Also times ``iters`` Frank–Wolfe + block updates from a perturbed coupling
     (:func:`fixed_iterations`) and one product ``A @ T`` (the floor of an iteration: each
     iteration needs one), both as the mean over a loop of ``iters`` (a single jitted product
-    would also time the per-call setup of the BCOO indices, which the loop hoists). These wall
-    times are findings; the claim's time per iteration is CPU time, all sizes in one job
+    would also time the per-call setup of the BCOO indices, which the loop hoists). These single-call
+    CPU times are findings; the claim's time per iteration is CPU time, all sizes in one job
     (:func:`scaling_cpu`). Memory: peak RSS of the process and RSS before the graph is sampled
     (``rss_base_mb``: the interpreter and JAX); the peak is reset after compilation, so it
     excludes the compiler's transient memory (its retained heap stays in)."""
     rss_base, _ = rss_mb()
-    start = time.perf_counter()
-    A, z, k_fit, T0 = scaling_problem(cfg, n, degree, K, seed)
-    jax.block_until_ready(A.indices)
-    t_sample = time.perf_counter() - start
+    (A, z, k_fit, T0), t_sample = timing.cpu_timed(scaling_problem, cfg, n, degree, K, seed)
     est = model.SrgwEstimator(K, 0, cfg.max_iter, tolerance(cfg), cfg.scaling_power_iters,
                               cfg.scaling_kmeans_restarts)
     loop = lambda A, T0: fixed_iterations(A, T0, iters)
@@ -607,9 +598,8 @@ def scaling_pot(cfg, n: int, degree: float, K: int, seed: int) -> dict:
     tracemalloc.start()
     A64 = np.asarray(A.todense(), np.float64)
     T0 = np.asarray(jax.nn.one_hot(z0, K), np.float64) / n
-    start = time.perf_counter()
-    T, _, obj, outer = pot_block_model(A64, T0, tolerance(cfg), cfg.max_iter)
-    elapsed = time.perf_counter() - start
+    (T, _, obj, outer), elapsed = timing.cpu_timed(pot_block_model, A64, T0, tolerance(cfg),
+                                                   cfg.max_iter)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return {"solver": "pot_dense", "n": n, "degree": degree, "K": K, "seed": seed,

@@ -148,7 +148,7 @@ def time_vs_n(run):
     same estimator with POT's semirelaxed_gromov_wasserstein as the T-step from the same
     initial couplings. Right: all estimators (median over families) at the K in use; the held-
     out validation that picks K for smooth graphons (column k_select_s of fits.csv) is not
-    included; its times are wall clock (a finding only). Timings on a shared 2-core CPU machine."""
+    included. Right-panel times are single calls of CPU time, not interleaved (a finding only)."""
     table = _fits(run)
     pot = tables.read(run.input("pot.csv"))
     fig, axes = plotting.subplots(1, 2, width=4.4, height=3.3)
@@ -181,7 +181,7 @@ def time_vs_n(run):
         _ci_line(ax, ns, vals, rates.ESTIMATOR_LABELS[est], COLORS[est], positive=True)
     _n_axis(ax, np.unique(table["n"]))
     ax.set_yscale("log")
-    ax.set_ylabel("wall time (s), median over families")
+    ax.set_ylabel("CPU time (s), median over families")
     ax.set_title("all estimators (compile excluded)", fontsize=8)
     ax.legend(fontsize=6)
     return fig
@@ -248,7 +248,7 @@ def scaling(run):
     """Sparse scaling (srgw, issue 18): balanced SBMs with mean degree 25 and K = 4 blocks
     (p_in = 5 p_out), sampled in O(edges) and solved end to end on a sparse BCOO matrix
     (spectral init by subspace iteration, solve to tolerance, rounding), vs POT's srGW on the
-    same graphs as dense float64 matrices. Left: wall time vs n (ours: init + solve + rounding,
+    same graphs as dense float64 matrices. Left: CPU time vs n (ours: init + solve + rounding,
     and one iteration, each in its own job; the claim's CPU seconds per iteration, every n in one
     job, solid thin; POT: to tolerance from our spectral labels), log-log with fitted slopes;
     dotted: POT's fit extrapolated. Middle: memory vs n (ours: peak RSS above the process's RSS
@@ -286,7 +286,7 @@ def scaling(run):
     if len(pot.get("n", [])):
         _slope_line(ax, *by_n(pot, "time_s"), COLORS["pot"], "POT dense, to tolerance",
                     extend_to=wall_n)
-    ax.set_ylabel("time (s)")
+    ax.set_ylabel("CPU time (s)")
     ax.set_title("time vs n", fontsize=9)
     ax = axes[0, 1]
     if len(ours.get("n", [])):
