@@ -148,6 +148,23 @@ def test_noise_floor_shrinks_with_rounds():
     assert floor_many < 0.1 * 4 / np.sqrt(200)
 
 
+def test_cpu_timed_counts_cpu_not_waiting():
+    """``cpu_timed`` returns the call's result and this process's CPU seconds: a sleep of 0.2 s
+    costs almost none of it, a busy loop of 0.1 s of CPU costs about that."""
+    import time
+
+    def busy(seconds):
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+        return "done"
+
+    out, slept = timing.cpu_timed(time.sleep, 0.2)
+    assert out is None and slept < 0.05
+    out, burnt = timing.cpu_timed(busy, 0.1)
+    assert out == "done" and 0.1 <= burnt < 0.2
+
+
 # ----------------------------------------------------------------------------- learning
 
 
