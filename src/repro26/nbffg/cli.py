@@ -1,7 +1,8 @@
 """Stages of NBFFG, ``repro26 nbffg <stage>``, and the method's typed config.
 
-data -> train (NBFFG residual) -> evaluate (all methods), one job per task that loops over
-the configured seeds in one process; cost (step time vs tree size). The figures (``figures.FIGURES``) and claims
+data -> train (NBFFG residual) -> evaluate (all methods), one job per task that runs the
+configured seeds in one process, ``seed_batch`` of them per vmapped program; cost (step time
+vs tree size). The figures (``figures.FIGURES``) and claims
 (``claims.CLAIMS``) stages come from core.
 """
 
