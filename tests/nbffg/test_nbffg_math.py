@@ -242,3 +242,34 @@ def test_linearised_proxy_and_anchors():
         below = [u for u in nx.descendants(g, v) | {v} if observed[u] > 0]
         want = obs[below].mean(0) if below else np.array([0.3, -0.3])
         np.testing.assert_allclose(got[v], want, atol=1e-6)
+
+
+def test_padding_a_tree_changes_nothing():
+    """A tree padded to a larger level table (how the seeds of a random-tree task are stacked
+    for ``jax.vmap``) gives the same guide, forward pass and path terms."""
+    rng = np.random.default_rng(2)
+    tree = S.make_tree(*D.random_tree(rng, 6, 2.0))
+    D1, W = tree.levels.shape
+    padded = S.pad_tree(tree, D1 + 2, W + 3)
+    assert padded.levels.shape == (D1 + 2, W + 3) and padded.paths.shape[1] == D1 + 2
+    dyn = M.DoubleWell(2.0, 0.5, 2)
+    proxy = dyn.proxy()
+    obs = jnp.asarray(rng.normal(size=(tree.n + 1, 2)), jnp.float32)
+    leaf = S.leaf_messages(tree, obs, tree.is_leaf, 0.1)
+    K = 8
+    guides = [S.make_guide(t, leaf, proxy, jnp.zeros(2), jnp.eye(2), K) for t in (tree, padded)]
+    for a, b in zip(jax.tree_util.tree_leaves(guides[0]), jax.tree_util.tree_leaves(guides[1])):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    res = M.Residual(2, 2, tree.n + 1, 8, 1, 2, 1.0, key=jax.random.key(0))
+    res = jax.tree_util.tree_map(lambda v: v + 0.3 if eqx_is_array(v) else v, res)
+    k1, k2 = jax.random.split(jax.random.key(3))
+    z0, noise = jax.random.normal(k1, (2,)), jax.random.normal(k2, (tree.n + 1, K, 2))
+    (xs, terms), (xs_p, terms_p) = (S.forward_tree(dyn, proxy, res, t, guides[0], z0, noise)
+                                    for t in (tree, padded))
+    np.testing.assert_allclose(np.asarray(xs), np.asarray(xs_p), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(terms), np.asarray(terms_p), rtol=1e-6, atol=1e-6)
+    sums = [float(S.subsampled_edge_sum(
+        S.elbo_terms(S.forward_path(dyn, proxy, res, t, guides[0], t.paths[1], z0,
+                                    noise[t.paths[1][1:]]))[0][None], t.paths[1:2], t))
+        for t in (tree, padded)]
+    np.testing.assert_allclose(sums[0], sums[1], rtol=1e-6)

@@ -1,5 +1,6 @@
 # NBFFG (issue 7): data -> train (NBFFG residual) -> evaluate (NBFFG, BFFG, naive, pCN MCMC)
-# per task, every seed looped in one job; cost of a training step vs tree size. Figures, claims
+# per task, every seed in one job (nbffg.seed_batch seeds per vmapped program); cost of a training
+# step vs tree size. Figures, claims
 # and the `nbffg` target come from workflow/rules/protocol.smk.
 NB = "nbffg"
 
@@ -12,7 +13,8 @@ wildcard_constraints:
 
 
 rule nbffg_data:
-    """Tree, true states and leaf observations of one task, every seed (one job)."""
+    """Tree, true states and leaf observations of one task, every seed (one job, one batched
+    simulation)."""
     input:
         cfg=config_path(NB, "data"),
     output:
@@ -32,7 +34,7 @@ rule nbffg_data:
 
 rule nbffg_train:
     """Train the neural residual of NBFFG by maximising the ELBO: one job per task, its seeds
-    looped in one process (compilation shared across seeds)."""
+    vmapped, nbffg.seed_batch at a time (one compiled program for the task)."""
     input:
         cfg=config_path(NB, "train"),
         data=seed_outputs(NB, "data", "{nb_task}", NB_SEEDS, ".npz"),
@@ -57,7 +59,7 @@ rule nbffg_train:
 
 rule nbffg_evaluate:
     """ELBO, ESS, evidence and internal-node posteriors of NBFFG, BFFG, naive and pCN MCMC:
-    one job per task, every seed."""
+    one job per task, every seed (vmapped, nbffg.seed_batch at a time)."""
     input:
         cfg=config_path(NB, "evaluate"),
         data=seed_outputs(NB, "data", "{nb_task}", NB_SEEDS, ".npz"),

@@ -1,7 +1,8 @@
 """Stages of NBFFG, ``repro26 nbffg <stage>``, and the method's typed config.
 
-data -> train (NBFFG residual) -> evaluate (all methods), one job per task that loops over
-the configured seeds in one process; cost (step time vs tree size). The figures (``figures.FIGURES``) and claims
+data -> train (NBFFG residual) -> evaluate (all methods), one job per task that runs the
+configured seeds in one process, ``seed_batch`` of them per vmapped program; cost (step time
+vs tree size). The figures (``figures.FIGURES``) and claims
 (``claims.CLAIMS``) stages come from core.
 """
 
@@ -74,6 +75,7 @@ class CostConfig:
 @dataclasses.dataclass(frozen=True)
 class Config:
     seeds: tuple[int, ...]
+    seed_batch: Count             # seeds trained / evaluated in one vmapped program (memory x it)
     tasks: tuple[str, ...]
     dim: Count
     theta: float
@@ -148,6 +150,8 @@ def check(cfg: Config) -> None:
                           "train.depth: non-negative")
     if sorted(set(cfg.cost.leaves)) != sorted(cfg.cost.leaves):
         raise ConfigError(f"nbffg.cost.leaves: tree sizes must be distinct, got {list(cfg.cost.leaves)}")
+    if cfg.seed_batch < 1:
+        raise ConfigError(f"nbffg.seed_batch: at least 1 seed per batch, got {cfg.seed_batch}")
     if not cfg.seeds or min(cfg.seeds) < 0:
         raise ConfigError("nbffg.seeds: need a non-empty list of non-negative integers")
 
@@ -165,67 +169,88 @@ def _folder(run: Run) -> Path:
     return run.out
 
 
+def _batches(cfg: Config) -> list[tuple[int, ...]]:
+    """The configured seeds in consecutive batches of ``seed_batch`` (one vmapped program each)."""
+    return [cfg.seeds[i:i + cfg.seed_batch] for i in range(0, len(cfg.seeds), cfg.seed_batch)]
+
+
 @stage({"task": str})
 def data_stage(run: Run) -> None:
-    """Tree, true states and leaf observations of one task, every configured seed
-    (``<out>/seed<s>.npz``)."""
+    """Tree, true states and leaf observations of one task, every configured seed, simulated in
+    one batched program (``<out>/seed<s>.npz``)."""
     from repro26.nbffg import data as D
 
     task, folder = _task(run), _folder(run)
-    for seed in run.cfg.seeds:
-        D.save(_seed_file(folder, seed, ".npz"), D.generate(run.cfg, task, seed))
+    for seed, arrays in zip(run.cfg.seeds, D.generate(run.cfg, task, run.cfg.seeds)):
+        D.save(_seed_file(folder, seed, ".npz"), arrays)
 
 
 def _history_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".eqx") + "_history.csv")
 
 
+def _load_data(run: Run, task) -> dict[int, dict]:
+    from repro26.nbffg import data as D
+
+    return {seed: D.load(run.input(f"{task.name}/seed{seed}.npz"), run.cfg, task)
+            for seed in run.cfg.seeds}
+
+
 @stage({"task": str}, matches=("task",))
 def train_stage(run: Run) -> None:
-    """Train NBFFG's neural residual on one task, every configured seed in this one process
-    (one compiled training step shared by the seeds whose trees have the same shape).
+    """Train NBFFG's neural residual on one task, every configured seed in this one process:
+    ``seed_batch`` seeds at a time in one vmapped program (one compilation for the task).
 
     --input the task's data ``seed<s>.npz``; writes ``<out>/seed<s>.eqx`` and its ELBO history
     ``<out>/seed<s>_history.csv``."""
-    from repro26.nbffg import data as D
     from repro26.nbffg import losses as L
+    from repro26.nbffg import solvers as S
     from repro26.nbffg import train as T
 
     task, folder = _task(run), _folder(run)
-    for seed in run.cfg.seeds:
-        model_path = _seed_file(folder, seed, ".eqx")
-        arrays = D.load(run.input(f"{task.name}/seed{seed}.npz"), run.cfg, task)
-        problem = L.build_problem(run.cfg, task, arrays)
-        model, history = T.train(run.cfg, task, problem, seed, model_path, progress=run.progress)
-        io.write_table(_history_path(model_path),
-                       {"step": np.arange(len(history["elbo"])), "elbo": history["elbo"]},
-                       run.meta(task=task.name, seed=seed))
-        T.save_model(model_path, model, run.cfg.train.steps)
+    data = _load_data(run, task)
+    shape = L.tree_shape(list(data.values()))
+    for seeds in _batches(run.cfg):
+        problems = L.build_problems(run.cfg, task, [data[s] for s in seeds], shape)
+        models, history = T.train(run.cfg, task, problems, seeds,
+                                  folder / f"seeds{'_'.join(map(str, seeds))}", progress=run.progress)
+        for i, seed in enumerate(seeds):
+            model_path = _seed_file(folder, seed, ".eqx")
+            elbo = history["elbo"][:, i]
+            io.write_table(_history_path(model_path),
+                           {"step": np.arange(len(elbo)), "elbo": elbo},
+                           run.meta(task=task.name, seed=seed))
+            T.save_model(model_path, S.unstack(models, i), run.cfg.train.steps)
 
 
 @stage({"task": str}, matches=("task",))
 def evaluate_stage(run: Run) -> None:
-    """NBFFG, BFFG, naive and pCN MCMC on one task, every configured seed in this one process:
-    ELBO, ESS, evidence, posteriors.
+    """NBFFG, BFFG, naive and pCN MCMC on one task, every configured seed in this one process
+    (``seed_batch`` at a time, vmapped): ELBO, ESS, evidence, posteriors.
 
     --input the data ``seed<s>.npz`` and models ``seed<s>.eqx``; writes the metrics
     ``<out>/seed<s>.csv`` and the internal-node posteriors ``<out>/seed<s>_nodes.csv``."""
     import jax
 
-    from repro26.nbffg import data as D
     from repro26.nbffg import evaluate as E
     from repro26.nbffg import losses as L
+    from repro26.nbffg import solvers as S
     from repro26.nbffg import train as T
 
     task, folder = _task(run), _folder(run)
-    for seed in run.cfg.seeds:
-        arrays = D.load(run.input(f"{task.name}/seed{seed}.npz"), run.cfg, task)
-        problem = L.build_problem(run.cfg, task, arrays)
-        like = T.init_residual(run.cfg, task, problem, jax.random.key(0))
-        model = T.load_model(run.input(f"{task.name}/seed{seed}.eqx"), like)
-        rows, node_rows = E.evaluate(run.cfg, task, arrays, model, seed)
-        io.write_table(_seed_file(folder, seed, "_nodes.csv"), node_rows, run.meta(seed=seed))
-        io.write_table(_seed_file(folder, seed, ".csv"), rows, run.meta(seed=seed))
+    data = _load_data(run, task)
+    shape = L.tree_shape(list(data.values()))
+    for seeds in _batches(run.cfg):
+        arrays = [data[s] for s in seeds]
+        problems = L.build_problems(run.cfg, task, arrays, shape)
+        models = S.stack([T.load_model(run.input(f"{task.name}/seed{s}.eqx"),
+                                       T.init_residual(run.cfg, task, S.unstack(problems, i),
+                                                       jax.random.key(0)))
+                          for i, s in enumerate(seeds)])
+        results = E.evaluate(run.cfg, task, arrays, problems, models, seeds, shape)
+        for seed, (rows, node_rows) in zip(seeds, results):
+            io.write_table(_seed_file(folder, seed, "_nodes.csv"), node_rows, run.meta(seed=seed))
+            io.write_table(_seed_file(folder, seed, ".csv"), rows, run.meta(seed=seed))
 
 
 @stage()

@@ -17,6 +17,7 @@ import dataclasses
 import zlib
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import networkx as nx
@@ -144,29 +145,74 @@ def obs_var(cfg, task: Task) -> float:
     return (cfg.shapes.obs_std if task.dynamics == "shapes" else cfg.obs_std) ** 2
 
 
-def generate(cfg, task: Task, seed: int) -> dict[str, np.ndarray]:
-    """Tree, true node states and noisy leaf observations for one task and seed."""
+def _draw_tree(cfg, task: Task, seed: int) -> tuple[np.random.Generator, S.Tree]:
+    """The seed's generator (task-specific stream) and its tree (random trees draw from it)."""
     rng = np.random.default_rng([seed, zlib.crc32(task.name.encode())])
     if task.tree == "balanced":
         parent, length = balanced_tree(task.leaves, cfg.tree_height)
     else:
         parent, length = random_tree(rng, task.leaves, cfg.tree_height)
-    tree = S.make_tree(parent, length)
-    if task.dynamics == "ctmc":
-        return _generate_ctmc(cfg, tree, rng)
-    dyn, m0, P0 = make_dynamics(cfg, task)
-    d, m = state_dim(cfg, task), noise_dim(cfg, task)
+    return rng, S.make_tree(parent, length)
+
+
+@eqx.filter_jit
+def _forward(dyn, m: int, guide: S.Guide, trees: S.Tree, z, noise):
+    """Unguided forward pass of every seed's tree at once (``jax.vmap`` over the seed axis of
+    ``trees``, ``z`` and ``noise``; the zero guide is shared)."""
+    return eqx.filter_vmap(lambda tr, z0, e: S.forward_tree(dyn, dyn.proxy(), M.ZeroResidual(m),
+                                                            tr, guide, z0, e))(trees, z, noise)
+
+
+@eqx.filter_jit
+def _ctmc_forward(dyn: M.SeasonalCTMC, num_steps: int, trees: S.Tree, z, noise):
+    """Unguided chain on every seed's tree at once (root from the prior)."""
+    def one(tree, z0, e):
+        guide = S.ctmc_naive_guide(tree, dyn, num_steps)
+        return S.ctmc_forward_tree(guide, M.ZeroCorrection(dyn.states), tree, z0, e)[0]
+
+    return eqx.filter_vmap(one)(trees, z, noise)
+
+
+def generate(cfg, task: Task, seeds) -> list[dict[str, np.ndarray]]:
+    """Tree, true node states and noisy leaf observations of one task, one dict per seed.
+
+    Each seed draws its tree, its simulation key and its observation noise from its own
+    generator (``[seed, crc32(task)]``), so a seed's data do not depend on the other seeds; the
+    simulations of all seeds run as one batched program (trees padded to a common shape,
+    :func:`solvers.pad_tree`)."""
+    rngs, trees = zip(*(_draw_tree(cfg, task, seed) for seed in seeds))
+    shape = S.common_shape(trees)
+    batch = S.stack([S.pad_tree(t, *shape) for t in trees])
     K = 4 * cfg.steps_per_edge
-    key = jax.random.key(int(rng.integers(2**31)))
-    k1, k2 = jax.random.split(key)
-    guide = S.zero_guide(tree, d, K, m0, P0)
-    xs, _ = jax.jit(lambda z, e: S.forward_tree(dyn, dyn.proxy(), M.ZeroResidual(m), tree, guide,
-                                                   z, e))(
-        jax.random.normal(k1, (d,)), jax.random.normal(k2, (tree.n + 1, K, m)))
-    xs = np.asarray(xs)
+    n1 = trees[0].n + 1
+    d = state_dim(cfg, task)
+    m = d if task.dynamics == "ctmc" else noise_dim(cfg, task)
+    z, noise = [], []
+    for rng in rngs:
+        k1, k2 = jax.random.split(jax.random.key(int(rng.integers(2**31))))
+        z.append(jax.random.normal(k1, (d,)))
+        noise.append(jax.random.normal(k2, (n1, K, m)))
+    z, noise = jnp.stack(z), jnp.stack(noise)
+    if task.dynamics == "ctmc":
+        states = np.asarray(_ctmc_forward(make_ctmc(cfg), K, batch, z, noise))
+        return [_observe_ctmc(cfg, tree, rng, x) for tree, rng, x in zip(trees, rngs, states)]
+    dyn, m0, P0 = make_dynamics(cfg, task)
+    guide = S.zero_guide(trees[0], d, K, m0, P0)
+    xs = np.asarray(_forward(dyn, m, guide, batch, z, noise)[0])
+    return [_observe(cfg, task, tree, rng, x) for tree, rng, x in zip(trees, rngs, xs)]
+
+
+def _observed(cfg, tree: S.Tree, rng: np.random.Generator) -> np.ndarray:
+    """Which nodes are observed: leaves, each with probability ``observed_fraction`` (the first
+    leaf always)."""
     is_leaf = np.asarray(tree.is_leaf) > 0
     observed = is_leaf & (rng.random(tree.n + 1) < cfg.observed_fraction)
     observed[np.asarray(tree.leaves)[0]] = True
+    return observed
+
+
+def _observe(cfg, task: Task, tree: S.Tree, rng: np.random.Generator, xs: np.ndarray):
+    observed = _observed(cfg, tree, rng)
     obs = np.where(observed[:, None], xs + np.sqrt(obs_var(cfg, task)) * rng.normal(size=xs.shape), 0)
     return _arrays(tree, xs, obs, observed)
 
@@ -178,18 +224,10 @@ def _arrays(tree: S.Tree, xs, obs, observed) -> dict[str, np.ndarray]:
             "truth": xs[: tree.n], "obs": obs[: tree.n], "observed": observed[: tree.n].astype(float)}
 
 
-def _generate_ctmc(cfg, tree: S.Tree, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Unguided chain (root ~ uniform) on a 4x finer grid; noisy symbols at observed leaves."""
-    dyn = make_ctmc(cfg)
-    S_, K = cfg.ctmc.states, 4 * cfg.steps_per_edge
-    k1, k2 = jax.random.split(jax.random.key(int(rng.integers(2**31))))
-    guide = S.ctmc_naive_guide(tree, dyn, K)
-    states, _ = jax.jit(lambda z, e: S.ctmc_forward_tree(guide, M.ZeroCorrection(S_), tree, z, e))(
-        jax.random.normal(k1, (S_,)), jax.random.normal(k2, (tree.n + 1, K, S_)))
-    states = np.asarray(states)
-    is_leaf = np.asarray(tree.is_leaf) > 0
-    observed = is_leaf & (rng.random(tree.n + 1) < cfg.observed_fraction)
-    observed[np.asarray(tree.leaves)[0]] = True
+def _observe_ctmc(cfg, tree: S.Tree, rng: np.random.Generator, states: np.ndarray):
+    """Noisy symbols at the observed leaves of the simulated chain (states one-hot)."""
+    S_ = cfg.ctmc.states
+    observed = _observed(cfg, tree, rng)
     E = emission_matrix(cfg)
     symbols = np.array([rng.choice(S_, p=E[x]) for x in states])
     eye = np.eye(S_)

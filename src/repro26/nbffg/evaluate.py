@@ -32,21 +32,32 @@ IS_METHODS = ("nbffg", "bffg", "bffg_lin", "naive")
 
 
 @eqx.filter_jit
-def _importance(residual, problem: L.Problem, key, num: int, naive):
-    def one(k):
-        z0, noise = L.draw_noise(k, problem, problem.tree.n + 1)
-        return L.tree_sample(residual, problem, z0, noise, naive)
+def _importance(residuals, problems: L.Problem, keys, num: int, naive):
+    """Self-normalised importance sampling with ``num`` forward samples for every seed of a batch
+    (``jax.vmap`` over the leading seed axis of ``residuals``, ``problems`` and ``keys``): mean
+    ELBO sample, ``log Z = logsumexp(log w) - log num``, ESS / N and the weighted node means."""
+    def seed(residual, problem, key):
+        def one(k):
+            z0, noise = L.draw_noise(k, problem, problem.tree.n + 1)
+            return L.tree_sample(residual, problem, z0, noise, naive)
 
-    xs, elbo, lw = jax.lax.map(one, jax.random.split(key, num), batch_size=64)
-    return {"elbo": jnp.mean(elbo), "log_z": jax.nn.logsumexp(lw) - jnp.log(num),
-            "ess": S.normalised_ess(lw), "mean": S.weighted_mean(lw, xs)}
+        xs, elbo, lw = jax.lax.map(one, jax.random.split(key, num), batch_size=64)
+        return {"elbo": jnp.mean(elbo), "log_z": jax.nn.logsumexp(lw) - jnp.log(num),
+                "ess": S.normalised_ess(lw), "mean": S.weighted_mean(lw, xs)}
+
+    return eqx.filter_vmap(seed)(residuals, problems, keys)
 
 
 @eqx.filter_jit
-def _mcmc(residual, problem: L.Problem, key, num_iters, rho: float, chains: int):
-    means, acc = jax.vmap(lambda k: L.pcn_chain(residual, problem, k, num_iters, rho,
-                                                num_iters // 5))(jax.random.split(key, chains))
-    return jnp.mean(means, 0), jnp.mean(acc)
+def _mcmc(residuals, problems: L.Problem, keys, num_iters, rho: float, chains: int):
+    """``chains`` pCN chains per seed of a batch (vmapped over seeds and chains): posterior node
+    means averaged over the chains, and the mean acceptance rate."""
+    def seed(residual, problem, key):
+        means, acc = jax.vmap(lambda k: L.pcn_chain(residual, problem, k, num_iters, rho,
+                                                    num_iters // 5))(jax.random.split(key, chains))
+        return jnp.mean(means, 0), jnp.mean(acc)
+
+    return eqx.filter_vmap(seed)(residuals, problems, keys)
 
 
 def ctmc_reference(problem: L.CTMCProblem):
@@ -66,62 +77,76 @@ def internal_rmse(est: np.ndarray, ref: np.ndarray, internal: np.ndarray) -> flo
     return float(np.sqrt(np.mean((est[internal] - ref[internal]) ** 2)))
 
 
-def evaluate(cfg, task: D.Task, arrays: dict, model, seed: int):
-    """All methods on one task/seed; returns (metric rows, node-posterior rows)."""
+def evaluate(cfg, task: D.Task, arrays: list[dict], problems, models, seeds,
+             shape: tuple[int, int]):
+    """All methods on one task for the seeds ``seeds`` at once: their data ``arrays``, their
+    problems and trained residuals stacked on a leading seed axis (trees padded to ``shape``,
+    ``losses.tree_shape``); seed ``s`` draws from ``key(10_000 + s)``. Returns one
+    ``(metric rows, node-posterior rows)`` pair per seed."""
     e = cfg.evaluate
-    problem = L.build_problem(cfg, task, arrays)
-    n = problem.tree.n
-    internal = np.asarray(problem.tree.is_leaf)[:n] == 0
-    key = jax.random.key(10_000 + seed)
-    k_is, k_mc, k_ref = jax.random.split(key, 3)
-    zero = L.zeroed(model)
-    k_nb, k_bf, k_lin, k_nv = jax.random.split(k_is, 4)  # independent draws per method
-    results = {
-        "nbffg": _importance(model, problem, k_nb, e.samples, jnp.array(False)),
-        "bffg": _importance(zero, problem, k_bf, e.samples, jnp.array(False)),
+    n = problems.tree.n
+    keys = jax.vmap(lambda s: jax.random.split(jax.random.key(10_000 + s), 3))(jnp.asarray(seeds))
+    k_is, k_mc, k_ref = keys[:, 0], keys[:, 1], keys[:, 2]
+    split = jax.vmap(lambda k: jax.random.split(k, 4))(k_is)
+    k_nb, k_bf, k_lin, k_nv = (split[:, j] for j in range(4))
+    zero = L.zeroed(models)
+    results = {  # independent draws per method
+        "nbffg": _importance(models, problems, k_nb, e.samples, jnp.array(False)),
+        "bffg": _importance(zero, problems, k_bf, e.samples, jnp.array(False)),
     }
-    if not isinstance(problem, L.CTMCProblem):
-        linearised = L.build_problem(cfg, task, arrays, proxy="linearised")
+    ctmc = isinstance(problems, L.CTMCProblem)
+    if not ctmc:
+        linearised = L.build_problems(cfg, task, arrays, shape, proxy="linearised")
         results["bffg_lin"] = _importance(zero, linearised, k_lin, e.samples, jnp.array(False))
-    results["naive"] = _importance(zero, problem, k_nv, e.samples, jnp.array(True))
+    results["naive"] = _importance(zero, problems, k_nv, e.samples, jnp.array(True))
     chains = e.mcmc_ref_chains
-    mc_mean, mc_acc = _mcmc(zero, problem, k_mc, jnp.array(max(e.samples // chains, 2)),
+    mc_mean, mc_acc = _mcmc(zero, problems, k_mc, jnp.array(max(e.samples // chains, 2)),
                             e.mcmc_rho, chains)
-    if isinstance(problem, L.CTMCProblem):
-        marg, log_p = ctmc_reference(problem)
-        reference, ref_kind = marg[:n], "exact"
-    elif task.dynamics == "linear":
-        dyn, m0, P0 = D.make_dynamics(cfg, task)
-        mean, _, log_p = S.exact_gaussian_tree(
-            arrays["parent"], arrays["length"],
-            tuple(np.asarray(v) for v in (dyn.B, dyn.beta, dyn.sigma)),
-            np.asarray(m0, np.float64), np.asarray(P0, np.float64),
-            arrays["obs"], arrays["observed"] > 0, problem.obs_var)
-        reference, ref_kind = mean, "exact"
-    elif task.dynamics == "shapes":
-        reference, ref_kind, log_p = arrays["truth"], "truth", np.nan
-    else:
-        ref_mean, _ = _mcmc(zero, problem, k_ref, jnp.array(e.mcmc_ref_iters), e.mcmc_rho, chains)
-        reference, ref_kind, log_p = np.asarray(ref_mean)[:n], "mcmc_long", np.nan
-    rows = []
-    for method, r in results.items():
-        rows.append({"task": task.name, "seed": seed, "method": method,
-                     "elbo": float(r["elbo"]), "log_z": float(r["log_z"]), "ess": float(r["ess"]),
-                     "post_rmse": internal_rmse(np.asarray(r["mean"])[:n], reference, internal),
-                     "reference": ref_kind, "exact_log_p": float(log_p), "accept": np.nan,
-                     "samples": e.samples})
-    rows.append({"task": task.name, "seed": seed, "method": "mcmc", "elbo": np.nan,
-                 "log_z": np.nan, "ess": np.nan,
-                 "post_rmse": internal_rmse(np.asarray(mc_mean)[:n], reference, internal),
-                 "reference": ref_kind, "exact_log_p": float(log_p), "accept": float(mc_acc),
-                 "samples": e.samples})
-    estimates = {**{m: np.asarray(r["mean"])[:n] for m, r in results.items()},
-                 "mcmc": np.asarray(mc_mean)[:n], "reference": np.asarray(reference),
-                 "truth": arrays["truth"]}
-    node_rows = [{"node": v, "method": m, "coord": c, "value": float(x[v, c]),
-                  "internal": bool(internal[v]), "parent": int(arrays["parent"][v])}
-                 for m, x in estimates.items() for v in range(n) for c in range(x.shape[1])]
-    return rows, node_rows
+    long_mcmc = not ctmc and task.dynamics not in ("linear", "shapes")
+    if long_mcmc:
+        ref_means, _ = _mcmc(zero, problems, k_ref, jnp.array(e.mcmc_ref_iters), e.mcmc_rho,
+                             chains)
+    out = []
+    for i, (seed, a) in enumerate(zip(seeds, arrays)):
+        problem = S.unstack(problems, i)
+        internal = np.asarray(problem.tree.is_leaf)[:n] == 0
+        if ctmc:
+            marg, log_p = ctmc_reference(problem)
+            reference, ref_kind = marg[:n], "exact"
+        elif task.dynamics == "linear":
+            dyn, m0, P0 = D.make_dynamics(cfg, task)
+            mean, _, log_p = S.exact_gaussian_tree(
+                a["parent"], a["length"],
+                tuple(np.asarray(v) for v in (dyn.B, dyn.beta, dyn.sigma)),
+                np.asarray(m0, np.float64), np.asarray(P0, np.float64),
+                a["obs"], a["observed"] > 0, problem.obs_var)
+            reference, ref_kind = mean, "exact"
+        elif task.dynamics == "shapes":
+            reference, ref_kind, log_p = a["truth"], "truth", np.nan
+        else:
+            reference, ref_kind, log_p = np.asarray(ref_means[i])[:n], "mcmc_long", np.nan
+        rows = []
+        for method, r in results.items():
+            rows.append({"task": task.name, "seed": seed, "method": method,
+                         "elbo": float(r["elbo"][i]), "log_z": float(r["log_z"][i]),
+                         "ess": float(r["ess"][i]),
+                         "post_rmse": internal_rmse(np.asarray(r["mean"][i])[:n], reference,
+                                                    internal),
+                         "reference": ref_kind, "exact_log_p": float(log_p), "accept": np.nan,
+                         "samples": e.samples})
+        rows.append({"task": task.name, "seed": seed, "method": "mcmc", "elbo": np.nan,
+                     "log_z": np.nan, "ess": np.nan,
+                     "post_rmse": internal_rmse(np.asarray(mc_mean[i])[:n], reference, internal),
+                     "reference": ref_kind, "exact_log_p": float(log_p),
+                     "accept": float(mc_acc[i]), "samples": e.samples})
+        estimates = {**{m: np.asarray(r["mean"][i])[:n] for m, r in results.items()},
+                     "mcmc": np.asarray(mc_mean[i])[:n], "reference": np.asarray(reference),
+                     "truth": a["truth"]}
+        node_rows = [{"node": v, "method": m, "coord": c, "value": float(x[v, c]),
+                      "internal": bool(internal[v]), "parent": int(a["parent"][v])}
+                     for m, x in estimates.items() for v in range(n) for c in range(x.shape[1])]
+        out.append((rows, node_rows))
+    return out
 
 
 def step_program(cfg, leaves: int, num_paths: int, seed: int):
@@ -136,7 +161,7 @@ def step_program(cfg, leaves: int, num_paths: int, seed: int):
     the relative variance, which does not grow merely because a larger tree sums more terms."""
     c = cfg.cost
     task = D.parse_task(f"{c.dynamics}_balanced_{leaves}")
-    problem = L.build_problem(cfg, task, D.generate(cfg, task, seed))
+    problem = L.build_problem(cfg, task, D.generate(cfg, task, [seed])[0])
     model = T.init_residual(cfg, task, problem, jax.random.key(seed))
     loss = L.make_loss(c.batch, num_paths)
     grads = eqx.filter_jit(eqx.filter_vmap(

@@ -73,14 +73,18 @@ def subtree_anchors(parent: np.ndarray, obs: np.ndarray, observed: np.ndarray,
     return np.concatenate([anchors, np.asarray(m0)[None, :]]).astype(np.float32)
 
 
-def build_problem(cfg, task: D.Task, arrays: dict, proxy: str = "paper") -> Problem | CTMCProblem:
+def build_problem(cfg, task: D.Task, arrays: dict, proxy: str = "paper",
+                  shape: tuple[int, int] | None = None) -> Problem | CTMCProblem:
     """Tree arrays + observations -> backward filter on the K-grid (theta-independent).
 
     ``proxy="paper"``: the dynamics' constant proxy (Brownian motion for the double well, the
     OU with frozen diffusion, the flow frozen at the root shape); ``"linearised"``: per-edge
     linearisation around the observations below each edge (``model.linearised_proxy``).
-    Discrete traits have one proxy (the time-averaged rates)."""
+    Discrete traits have one proxy (the time-averaged rates). ``shape``: pad the tree's level
+    and path tables to it (``solvers.pad_tree``; see :func:`build_problems`)."""
     tree = S.make_tree(arrays["parent"], arrays["length"])
+    if shape is not None:
+        tree = S.pad_tree(tree, *shape)
     if task.dynamics == "ctmc":
         return _build_ctmc(cfg, tree, arrays)
     dyn, m0, P0 = D.make_dynamics(cfg, task)
@@ -96,13 +100,40 @@ def build_problem(cfg, task: D.Task, arrays: dict, proxy: str = "paper") -> Prob
     args = (tree, S.leaf_messages(tree, obs, observed, ov), proxy, m0, P0, K)
     # compiled, then checked before it runs: the backward filter at every grid point of every
     # edge holds (nodes x K+1) Van Loan blocks of side 2d+1 (GBs at the paper's shapes task)
-    compiled = S.make_guide.lower(*args).compile()
-    memory.require_compiled(compiled, f"nbffg {task.name}: the guide (backward filter at {K + 1} "
-                                      f"points of each of {tree.n} edges, state dimension "
-                                      f"{obs.shape[1]})")
-    guide = compiled(*args)
+    guide = _compiled_guide(args, f"nbffg {task.name}: the guide (backward filter at {K + 1} "
+                                  f"points of each of {tree.n} edges, state dimension "
+                                  f"{obs.shape[1]})")(*args)
     naive = S.zero_guide(tree, obs.shape[1], K, m0, P0)
     return Problem(tree, guide, naive, dyn, proxy, obs, observed, ov, K, D.noise_dim(cfg, task))
+
+
+def tree_shape(arrays: list[dict]) -> tuple[int, int]:
+    """The level-table shape that the trees of all of a task's seeds pad to: a seed's problem is
+    then the same whichever seeds share its batch."""
+    return S.common_shape([S.make_tree(a["parent"], a["length"]) for a in arrays])
+
+
+def build_problems(cfg, task: D.Task, arrays: list[dict], shape: tuple[int, int],
+                   proxy: str = "paper"):
+    """The problems of several seeds of one task stacked on a leading seed axis (for
+    ``eqx.filter_vmap``), every tree padded to ``shape`` (:func:`tree_shape`)."""
+    return S.stack([build_problem(cfg, task, a, proxy, shape) for a in arrays])
+
+
+_GUIDES: dict = {}
+
+
+def _compiled_guide(args, what: str):
+    """``solvers.make_guide`` compiled for the shapes of ``args`` (once per process and shapes:
+    the seeds of a task share it), its memory checked before it first runs."""
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    key = (treedef, tuple((np.shape(v), np.result_type(v)) if eqx.is_array(v) else v
+                          for v in leaves))
+    if key not in _GUIDES:
+        compiled = S.make_guide.lower(*args).compile()
+        memory.require_compiled(compiled, what)
+        _GUIDES[key] = compiled
+    return _GUIDES[key]
 
 
 def _build_ctmc(cfg, tree: S.Tree, arrays: dict) -> CTMCProblem:

@@ -110,6 +110,40 @@ def make_tree(parent: np.ndarray, length: np.ndarray) -> Tree:
                 jnp.asarray(inclusion, jnp.float32), jnp.asarray(is_leaf, jnp.float32), n)
 
 
+def pad_tree(tree: Tree, depth1: int, width: int) -> Tree:
+    """The same tree with its level table padded to ``(depth1, width)`` and its path table to
+    ``depth1`` columns with the dummy node. Nothing computed changes (the dummy's edge has length
+    0 and its rows are reset or carry 0), but trees with the same number of nodes and different
+    shapes (the seeds of a random-tree task) then have equal array shapes: one compiled program,
+    and ``jax.vmap`` over the seeds."""
+    D1, W = tree.levels.shape
+    if depth1 < D1 or width < W:
+        raise ValueError(f"pad_tree: ({depth1}, {width}) is smaller than the tree's ({D1}, {W})")
+    levels = jnp.pad(tree.levels, ((0, depth1 - D1), (0, width - W)), constant_values=tree.n)
+    paths = jnp.pad(tree.paths, ((0, 0), (0, depth1 - D1)), constant_values=tree.n)
+    return eqx.tree_at(lambda t: (t.levels, t.paths), tree, (levels, paths))
+
+
+def common_shape(trees) -> tuple[int, int]:
+    """The level-table shape ``(depth + 1, width)`` that every tree of ``trees`` pads to."""
+    return (max(t.levels.shape[0] for t in trees), max(t.levels.shape[1] for t in trees))
+
+
+def stack(trees):
+    """Pytrees of equal structure stacked along a new leading (seed) axis: array leaves stacked,
+    the rest (static fields, Python floats of the dynamics) taken from the first, which must
+    equal the others'."""
+    _, static = eqx.partition(trees[0], eqx.is_array)
+    arrays = [eqx.filter(t, eqx.is_array) for t in trees]
+    return eqx.combine(jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *arrays), static)
+
+
+def unstack(tree, i: int):
+    """Entry ``i`` of a pytree stacked by :func:`stack` (or returned by ``eqx.filter_vmap``)."""
+    arrays, static = eqx.partition(tree, eqx.is_array)
+    return eqx.combine(jax.tree_util.tree_map(lambda x: x[i], arrays), static)
+
+
 # ----------------------------------------------------------------------------- proxy filter
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -15,6 +17,7 @@ from repro26.core.train import init_train_state, optax_step, run_loop
 from repro26.nbffg import data as D
 from repro26.nbffg import losses as L
 from repro26.nbffg import model as M
+from repro26.nbffg import solvers as S
 
 
 def init_residual(cfg, task: D.Task, problem: L.Problem | L.CTMCProblem, key):
@@ -32,33 +35,55 @@ def init_residual(cfg, task: D.Task, problem: L.Problem | L.CTMCProblem, key):
 
 @functools.lru_cache(maxsize=8)
 def _optimizer_and_step(t):
-    """Optimizer and training step of one ``TrainConfig``, built once per process so that the
-    seeds of a task (one job) share the compiled chunk (core ``run_loop`` caches it per step
-    function)."""
+    """Optimizer and the training step of one ``TrainConfig`` for a batch of seeds, built once per
+    process so that the batches of a task (one job) share the compiled chunk (core ``run_loop``
+    caches it per step function).
+
+    The step is ``optax_step`` vmapped over the seed axis of the state and the problems. Its
+    data are ``(problems, seed_keys)``: seed ``s`` takes the step key
+    ``fold_in(seed_key_s, bits(fold_in(key, step)))`` (``run_loop``'s key is the same for every
+    batch), so a seed's training does not depend on which seeds share its batch, and a resumed
+    run reaches the parameters of an uninterrupted one."""
     optimizer = optax.chain(optax.clip_by_global_norm(t.clip), optax.adam(t.lr))
-    return optimizer, optax_step(L.make_loss(t.batch, t.paths_per_step), optimizer)
+    step = optax_step(L.make_loss(t.batch, t.paths_per_step), optimizer)
+
+    def batched(state, data, key):
+        problems, seed_keys = data
+        bits = jax.random.bits(key, dtype=jnp.uint32)
+        keys = jax.vmap(lambda k: jax.random.fold_in(k, bits))(seed_keys)
+        return eqx.filter_vmap(step)(state, problems, keys)
+
+    return optimizer, batched
 
 
-def train(cfg, task: D.Task, problem: L.Problem, seed: int, out: Path, progress: bool = True):
-    """Adam on ``-ELBO`` (full tree if ``paths_per_step == 0``, else pathwise subsampling).
+def train(cfg, task: D.Task, problems, seeds, out: Path, progress: bool = True):
+    """Adam on ``-ELBO`` (full tree if ``paths_per_step == 0``, else pathwise subsampling) for
+    the seeds ``seeds`` at once: ``problems`` stacked on a leading seed axis
+    (``losses.build_problems``), one network per seed (initialised from ``key(seed)``), one
+    compiled program that steps them all (``jax.vmap``).
 
-    Returns the trained residual and the metric history (one row per step).
+    Returns the trained residuals (stacked) and the ELBO history ``(steps, seeds)``.
     """
     t = cfg.train
-    k_init, k_train = jax.random.split(jax.random.key(seed))
-    model = init_residual(cfg, task, problem, k_init)
+    keys = [jax.random.split(jax.random.key(seed)) for seed in seeds]
+    models = S.stack([init_residual(cfg, task, S.unstack(problems, i), k_init)
+                      for i, (k_init, _) in enumerate(keys)])
+    seed_keys = jnp.stack([k_train for _, k_train in keys])
     # the activations one step keeps for its gradient, sized from shapes before XLA compiles the
     # chunk: at the paper's largest tasks compiling alone can exhaust the machine
     paths = f"{t.paths_per_step} paths" if t.paths_per_step else "the whole tree"
-    memory.require(memory.vjp_bytes(L.make_loss(t.batch, t.paths_per_step), model, problem,
-                                    k_train),
-                   f"nbffg {task.name}: one training step's gradient ({t.batch} samples of "
-                   f"{paths}, {cfg.steps_per_edge} steps per edge, width {t.width})")
+    loss = eqx.filter_vmap(L.make_loss(t.batch, t.paths_per_step))
+    memory.require(memory.vjp_bytes(loss, models, problems, seed_keys),
+                   f"nbffg {task.name}: one training step's gradient ({len(seeds)} seeds x "
+                   f"{t.batch} samples of {paths}, {cfg.steps_per_edge} steps per edge, width "
+                   f"{t.width}; nbffg.seed_batch sets the seeds per batch)")
     optimizer, step = _optimizer_and_step(t)
-    state, history = run_loop(step, init_train_state(model, optimizer), problem, key=k_train,
+    state = eqx.filter_vmap(lambda m: init_train_state(m, optimizer))(models)
+    state, history = run_loop(step, state, (problems, seed_keys), key=jax.random.key(0),
                               num_steps=t.steps, chunk_size=t.chunk,
                               checkpoint_path=Path(str(out) + ".ckpt"),
-                              checkpoint_every=t.chunk, desc=f"nbffg {task.name}", progress=progress)
+                              checkpoint_every=t.chunk, desc=f"nbffg {task.name} seeds {list(seeds)}",
+                              progress=progress)
     return state.model, history
 
 
