@@ -1,5 +1,5 @@
 # neptuna (issue 25): validate (solver vs exact Riemann) ; data (dataset, 2-D or 3-D) -> train
-# (dataset x model x loss, all seeds) and pretrain (foundation, every dataset) -> finetune
+# (one job per dataset: every model x loss run, all seeds) and pretrain (foundation, every dataset) -> finetune
 # (dataset) -> evaluate ; timing. Figures, claims and the `neptuna` target come from
 # workflow/rules/protocol.smk (the 3-D datasets enter through the snapshots figure, at `paper`).
 NEPTUNA = "neptuna"
@@ -53,30 +53,36 @@ rule neptuna_data:
         stage(NEPTUNA, "data", "--variant dataset={wildcards.dataset} --out {output.h5}")
 
 
+# the (model, loss) runs of one dataset: the same for every dataset
+NEPTUNA_PAIRS = [(m, loss) for ds, m, loss in load_method(NEPTUNA).runs(NEPTUNA_CFG)
+                 if ds == NEPTUNA_CFG.datasets[0]]
+
+
 rule neptuna_train:
-    """One surrogate with one loss on one dataset, every seed; rollout metrics on the test set."""
+    """Every surrogate x loss run on one dataset, one after another in one process, every seed;
+    rollout metrics on the test set."""
     input:
         cfg=config_path(NEPTUNA, "train"),
         h5=out(NEPTUNA, "data", "{dataset}.h5"),
     output:
-        csv=out(NEPTUNA, "runs", "{dataset}", "{model}_{loss}.csv"),
-        npz=out(NEPTUNA, "runs", "{dataset}", "{model}_{loss}.npz"),
+        csv=[out(NEPTUNA, "runs", "{dataset}", f"{m}_{loss}.csv") for m, loss in NEPTUNA_PAIRS],
+        npz=[out(NEPTUNA, "runs", "{dataset}", f"{m}_{loss}.npz") for m, loss in NEPTUNA_PAIRS],
+    params:
+        dest=lambda w, output: str(Path(output.csv[0]).parent),
     log:
-        log_path(NEPTUNA, "train_{dataset}_{model}_{loss}"),
+        log_path(NEPTUNA, "train_{dataset}"),
     benchmark:
-        bench_path(NEPTUNA, "train_{dataset}_{model}_{loss}")
+        bench_path(NEPTUNA, "train_{dataset}")
     wildcard_constraints:
         dataset="|".join(NEPTUNA_CFG.datasets),
-        model="|".join(NEPTUNA_CFG.models),
-        loss="|".join(NEPTUNA_CFG.losses),
     threads: THREADS
     resources:
         **train_resources(mem_mb_small=3000),
     conda:
         ENV
     shell:
-        stage(NEPTUNA, "train", "--variant dataset={wildcards.dataset},model={wildcards.model},"
-              "loss={wildcards.loss} --input {input.h5} --out {output.csv}")
+        stage(NEPTUNA, "train", "--variant dataset={wildcards.dataset} --input {input.h5} "
+              "--out {params.dest}")
 
 
 rule neptuna_pretrain:

@@ -1,7 +1,7 @@
 """Stages of ``repro26 neptuna <stage>`` and the method's typed config.
 
 validate (solver vs exact Riemann solutions) ; data (one job per dataset, 2-D or 3-D) -> train
-(one job per dataset, model and loss, every seed) and pretrain (the foundation model on every
+(one job per dataset: every model and loss, every seed) and pretrain (the foundation model on every
 dataset) -> finetune (one job per dataset) -> evaluate (gathers, adds the trivial baselines) ;
 timing (time per training step of MSE-only, SoftAdapt and GradNorm, in one job). Figures and
 claims come from core.
@@ -120,7 +120,7 @@ NOT_TIMING = tuple(f.name for f in dataclasses.fields(Config) if not f.name.star
 
 
 def runs(cfg: Config) -> list[tuple[str, str, str]]:
-    """(dataset, model, loss) of every training job."""
+    """(dataset, model, loss) of every from-scratch training run (one train job per dataset)."""
     out = []
     for ds in cfg.datasets:
         for m in cfg.models:
@@ -211,8 +211,8 @@ def _load(path, cfg: Config):
 FOUNDATION = "foundation"  # the model name of the pretrained-then-fine-tuned runs
 
 
-def _rollout_rows(run: Run, key, states, norm, te, mats, dx, history) -> None:
-    """Rollout metrics of every seed's model on the test set -> the run's CSV and npz."""
+def _rollout_rows(run: Run, out: Path, key, states, norm, te, mats, dx, history) -> None:
+    """Rollout metrics of every seed's model on the test set -> ``out`` (CSV) and its npz."""
     import jax.numpy as jnp
 
     from repro26.neptuna import evaluate, train
@@ -225,7 +225,6 @@ def _rollout_rows(run: Run, key, states, norm, te, mats, dx, history) -> None:
         s = evaluate.summarise({k: np.asarray(v)[i] for k, v in per.items()})
         rows.append({"dataset": key[0], "model": key[1], "loss": key[2], "seed": seed, **s,
                      "plateau_gain": float(gain[i])})
-    out = Path(run.out)
     io.write_table(out, rows, run.meta())
     val_steps, val = train.validation_curve(history)
     io.write_npz(out.with_suffix(".npz"),
@@ -235,22 +234,33 @@ def _rollout_rows(run: Run, key, states, norm, te, mats, dx, history) -> None:
                  val_steps=val_steps, val=val)  # the validation curve (k,), (k, seed)
 
 
-@stage({"dataset": str, "model": str, "loss": str}, matches=("dataset",), reads=NOT_TIMING)
+@stage({"dataset": str}, matches=("dataset",), reads=NOT_TIMING)
 def train_stage(run: Run) -> None:
-    """One surrogate with one loss on one dataset, every seed; rollout metrics on the test set."""
+    """Every configured (model, loss) run of one dataset, one after another in one process
+    (JAX starts and the dataset loads once; a model's rollout compiles once for all its losses),
+    each for every seed at once; rollout metrics on the test set -> ``<out>/<model>_<loss>.csv``
+    and ``.npz``. The runs are the separate trainings they were as separate jobs: same seeds,
+    same steps, same data."""
     from repro26.neptuna import train
 
     cfg = run.cfg
-    key = (run.variant["dataset"], run.variant["model"], run.variant["loss"])
-    if key not in runs(cfg):
-        raise UsageError(f"--variant: {key} is not a configured (dataset, model, loss) run")
+    ds = run.variant["dataset"]
+    if ds not in cfg.datasets:
+        raise UsageError(f"--variant dataset: {ds!r} is not configured; allowed: "
+                         f"{', '.join(cfg.datasets)}")
     if not run.inputs:
         raise UsageError("--input: the train stage needs the dataset's .h5 file")
-    require_memory(run.inputs[:1], cfg, 4, f"train {'/'.join(key)}")
+    require_memory(run.inputs[:1], cfg, 4, f"train {ds}")
     tr, te, mats, dx = _load(run.inputs[0], cfg)
-    states, history, norm = train.train_seeds(key[1], key[2], tr, cfg, cfg.seeds,
-                                              progress=run.progress)
-    _rollout_rows(run, key, states, norm, te, mats, dx, history)
+    out = Path(run.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for key in runs(cfg):
+        if key[0] != ds:
+            continue
+        states, history, norm = train.train_seeds(key[1], key[2], tr, cfg, cfg.seeds,
+                                                  progress=run.progress)
+        _rollout_rows(run, out / f"{key[1]}_{key[2]}.csv", key, states, norm, te, mats, dx,
+                      history)
 
 
 @stage(reads=NOT_TIMING)
@@ -300,7 +310,8 @@ def finetune_stage(run: Run) -> None:
     pretrained = io.load_model(weights[0], like)
     states, history, norm = train.train_seeds(cfg.foundation_model, "mse", tr, cfg, cfg.seeds,
                                               progress=run.progress, start_models=pretrained)
-    _rollout_rows(run, (ds, FOUNDATION, "mse"), states, norm, te, mats, dx, history)
+    _rollout_rows(run, Path(run.out), (ds, FOUNDATION, "mse"), states, norm, te, mats, dx,
+                  history)
 
 
 TAIL = 0.25  # tail_gain: the validation curve's fall over the last quarter of training
