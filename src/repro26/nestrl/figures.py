@@ -192,7 +192,11 @@ def training_curves(run):
                       label=f"shaping weight ({'self-play' if kind == 'level0' else 'with partners'})")
     twin.legend(fontsize=6, frameon=False, loc="upper right")
     twin.set_ylabel("shaping weight")
-    twin.set_ylim(0, 1.05)
+    # headroom on both axes: the legends sit above the curves and the shaping lines
+    twin.set_ylim(0, 1.9)
+    twin.set_yticks([0, 0.5, 1])
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi + 0.45 * (hi - lo))
     ax.set_xlabel("environment steps per learner")
     ax.set_ylabel("episode return (points)")
     ax.legend(fontsize=6, frameon=False, loc="upper left")
