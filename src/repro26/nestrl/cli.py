@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Literal
 
 from repro26.core import io
 from repro26.core.cli import Run
@@ -54,6 +55,9 @@ class Config:
     eval_envs: Count = 8
     eval_repeats: Count = 3
     eval_batch: Count = 32
+    # how a learned *ego* acts in the evaluation: its most likely action (greedy) or a draw from
+    # its policy (sampled); learned partners always sample (they stand for a population)
+    ego_actions: Literal["greedy", "sampled"] = "greedy"
     patience: NonNegativeInt = 3  # blocked moves before a human proxy switches role
     scripted_eps: Probability = 0.1
     # every learner kind (self-play too): this share of each rollout's episodes has a scripted

@@ -1,7 +1,8 @@
 """Play every (ego, partner) pair and write one tidy table, ``pairs.csv``.
 
-An *actor* is a learned agent (GRU, actions sampled from its policy) or a scripted one
-(``env.SCRIPTED``, memory kept across episodes). Each pair plays ``eval_envs`` episodes in
+An *actor* is a learned agent (GRU; a learned ego takes its most likely action when
+``ego_actions`` is ``greedy``, else a draw from its policy; a learned partner always draws) or a
+scripted one (``env.SCRIPTED``, memory kept across episodes). Each pair plays ``eval_envs`` episodes in
 parallel (half with the ego in seat 0, half in seat 1), ``eval_repeats`` times in a row with the
 same partner, and that twice with the same keys: the ego's recurrent state reset at every
 episode start, and carried over from the previous episode. Per pair the table holds the mean
@@ -56,11 +57,13 @@ def play_pairs(cfg, game: E.Game, agents: ActorCritic, pairs: np.ndarray, key):
     seat = (jnp.arange(n) % 2).astype(jnp.int32)  # the ego's seat
     rows = jnp.arange(n)
 
-    def act(kind, model, obs, h, mem, state, seats, key):
-        """Actions of one actor in every env (learned and scripted computed, kind selects)."""
+    def act(kind, model, obs, h, mem, state, seats, key, greedy: bool):
+        """Actions of one actor in every env (learned and scripted computed, kind selects);
+        a learned actor takes ``argmax`` of its logits when ``greedy``, else samples them."""
         k_pi, k_s = jax.random.split(key)
         logits, _, h = jax.vmap(model)(obs, h)
-        learned = jax.random.categorical(k_pi, logits)
+        learned = (jnp.argmax(logits, -1) if greedy
+                   else jax.random.categorical(k_pi, logits))
         scripted, mem = jax.vmap(lambda st, s, m, k: E.scripted_action(
             game, jnp.maximum(kind - 1, 0), st, s, m, k, cfg.patience, cfg.scripted_eps))(
             state, seats, mem, jax.random.split(k_s, n))
@@ -84,9 +87,10 @@ def play_pairs(cfg, game: E.Game, agents: ActorCritic, pairs: np.ndarray, key):
                 def step(carry, k):
                     obs, state, h_e, h_p, m_e, m_p = carry
                     k_e, k_p, k_env = jax.random.split(k, 3)
-                    a_e, h_e, m_e = act(ego_kind, ego, obs[rows, seat], h_e, m_e, state, seat, k_e)
+                    a_e, h_e, m_e = act(ego_kind, ego, obs[rows, seat], h_e, m_e, state, seat, k_e,
+                                        cfg.ego_actions == "greedy")
                     a_p, h_p, m_p = act(p_kind, partner, obs[rows, 1 - seat], h_p, m_p, state,
-                                        1 - seat, k_p)
+                                        1 - seat, k_p, False)
                     joint = jnp.where(seat[:, None] == 0, jnp.stack([a_e, a_p], 1),
                                       jnp.stack([a_p, a_e], 1))
                     obs, state, reward, _, _ = jax.vmap(game.step)(jax.random.split(k_env, n),
