@@ -92,6 +92,7 @@ def ship_curve(run):
         ax.set_ylabel(ylabel)
         if task == "text":
             ax.set_yscale("log")
+            plotting.plain_log_ticks(ax.yaxis)
         ax.set_title(title)
         ax.legend(fontsize=7)
     fig.tight_layout()
