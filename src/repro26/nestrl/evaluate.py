@@ -2,10 +2,10 @@
 
 An *actor* is a learned agent (GRU; a learned ego takes its most likely action when
 ``ego_actions`` is ``greedy``, else a draw from its policy; a learned partner always draws) or a
-scripted one (``env.SCRIPTED``, memory kept across episodes). Each pair plays ``eval_envs`` episodes in
-parallel (half with the ego in seat 0, half in seat 1), ``eval_repeats`` times in a row with the
-same partner, and that twice with the same keys: the ego's recurrent state reset at every
-episode start, and carried over from the previous episode. Per pair the table holds the mean
+scripted one (``env.SCRIPTED``, memory kept across episodes). Each pair plays ``eval_envs``
+episodes in parallel (half with the ego in seat 0, half in seat 1), ``eval_repeats`` times in a
+row with the same partner, and that twice with the same keys: the ego's recurrent state reset at
+every episode start, and carried over from the previous episode. Per pair the table holds the mean
 team return (20 per soup, reset), its quarters, the return of each repeated episode (reset,
 ``episode<j>``; carried, ``carried<j>``) and the adaptability over the repeats,
 ``adapt = mean_{j >= 2} (carried_j - episode_j)``: what the ego gains from remembering the partner.

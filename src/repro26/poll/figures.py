@@ -113,8 +113,7 @@ def operations_vs_n(run):
     gradients and best-response dynamics (multiply-adds counted in their loops, stopped at the
     same ε) and the dense Cholesky solve (n³m³/3, run up to dense_max_n); bottom: CPU seconds
     of the process (compile excluded; Poll: the same share of its run). Mean over seeds with 95%
-    CI;
-    one column per family."""
+    CI; one column per family."""
     ops = tables.read(run.input("ops.csv"))
     fams = [f for f in tables.unique(ops, "family") if len(tables.unique(ops, "n", family=f)) > 1]
     fig, axes = plotting.subplots(2, len(fams), width=3.0, height=2.6)

@@ -38,7 +38,6 @@ r"""The math of pricing by polling, in the algorithm's order.
 
 from __future__ import annotations
 
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
