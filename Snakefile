@@ -10,8 +10,11 @@ from pathlib import Path
 from snakemake.utils import min_version
 
 from repro26.core.config import UsageError, load_yaml
+from repro26.core.scheduling import keep_one_wakeup_timer
 
 min_version("9.0")
+# Snakemake's scheduler piles up wake-up timers, one chain per finished job (core/scheduling.py).
+keep_one_wakeup_timer()
 
 # A malformed YAML file is one line naming the file and the line (Snakemake's own loader names
 # only this Snakefile's line), exit code 2.
