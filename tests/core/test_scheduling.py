@@ -29,12 +29,12 @@ def test_many_requests_start_one_daemon_timer_and_release_once():
         scheduling._schedule_one_wakeup(loop, 0.05)
     timers = [t for t in threading.enumerate() if isinstance(t, threading.Timer)]
     assert threading.active_count() - before == 1 and all(t.daemon for t in timers)
-    time.sleep(0.3)
-    assert _releases(loop._open_jobs) == 1
+    assert loop._open_jobs.acquire(timeout=10)  # it fires (waiting, not a fixed sleep: load-proof)
+    time.sleep(0.1)
+    assert _releases(loop._open_jobs) == 0  # and only once
     # after it fired, the next request schedules a new one
     scheduling._schedule_one_wakeup(loop, 0.01)
-    time.sleep(0.2)
-    assert _releases(loop._open_jobs) == 1
+    assert loop._open_jobs.acquire(timeout=10)
 
 
 def test_the_installed_snakemake_is_patched():
