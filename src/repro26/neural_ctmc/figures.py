@@ -132,7 +132,7 @@ def synthetic_kl_vs_steps(run):
     the two decides nothing). Right: entropy H(q_N)
     with the data's H(p) dotted (a collapsed sampler has low KL(q||p) but low entropy)."""
     table = tables.read(run.input("synthetic.csv"))
-    fig, axes = plotting.subplots(1, 3, width=3.4, height=3.2)
+    fig, axes = plotting.subplots(1, 3, width=3.6, height=3.2, layout="constrained")
     for method in METHODS:
         sampler, color = OWN[method], COLORS[method]
         label = f"{LABELS[method].split(' ')[0]} [{sampler}]"
@@ -164,15 +164,15 @@ def synthetic_kl_vs_steps(run):
     axes[0, 0].axhline(_synthetic_value(table, "independent", "kl_qp"), color="0.4",
                        linestyle="-.", label="independent positions")
     axes[0, 0].set_yscale("log")
-    axes[0, 0].set_ylabel("KL(q_N || p)  (nats / sequence)")
+    axes[0, 0].set_ylabel("KL(q_N || p)  (nats / seq.)")
     axes[0, 0].set_title("exact output law vs data", fontsize=9)
     axes[0, 1].axhline(0.0, color="k", linewidth=0.6)
     axes[0, 1].axvspan(*CLAIM_STEPS, color="0.9", zorder=0, label="claims' range")
-    axes[0, 1].set_ylabel("KL - own sampler's floor  (nats / sequence)")
+    axes[0, 1].set_ylabel("KL - own floor  (nats / seq.)")
     axes[0, 1].set_title("loss above the sampler's floor", fontsize=9)
     axes[0, 2].axhline(_synthetic_value(table, "data", "entropy"), color="k", linestyle=":",
                        label="H(p)")
-    axes[0, 2].set_ylabel("H(q_N)  (nats / sequence)")
+    axes[0, 2].set_ylabel("H(q_N)  (nats / seq.)")
     axes[0, 2].set_title("entropy of the output law", fontsize=9)
     steps = sorted(set(int(n) for n in xs))
     for ax in axes[0]:
