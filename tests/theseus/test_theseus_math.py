@@ -231,6 +231,14 @@ def test_every_parameter_of_every_network_learns():
         return ce(net, b) + losses.alignment_loss("cka", pairs, 0.1)
 
     assert_every_parameter_learns(hybrid, aligned, images)
+    # the converted network on the last stage's loss (the component term included)
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(match_weight=1.0, align_weight=1.0, mnn_tau=0.1, component_weight=1.0)
+    every = tuple(range(len(CHANNELS)))
+    last = train.make_loss(cfg, "not", every, every, len(CHANNELS))
+    converted = M.swap_all(cnn, every, mlp)
+    assert_every_parameter_learns(converted, lambda net, b: last(net, *b, cnn)[0], images)
     tokens = jax.random.randint(KEY, (4, 6), 0, 7)
     text = [(tokens[:, :-1], tokens[:, 1:])] * 3
     guide, gru = _text_pair("gru")
@@ -319,6 +327,46 @@ def test_output_match_closed_forms_and_no_rotation_invariance():
     rotated = (g - g.mean(0)) @ q + g.mean(0)
     assert float(losses.linear_cka(rotated, (g - g.mean(0)) @ q)) == pytest.approx(1.0, abs=1e-5)
     assert float(losses.output_match(rotated, g)) > 1.0
+
+
+def test_component_match_closed_forms_and_the_last_parts_hidden_units():
+    """component_match = (q / p) output_match: 0 for h = g, q for the best constant. In the
+    conversion loss, the dense block replacing the globally pooled conv stage has its hidden
+    units matched to the conv's units before the pool: 0 when its hidden layer is the conv's
+    dense matrix, the closed form for a fresh block; no such term towards an untrained guide."""
+    from types import SimpleNamespace
+
+    g = jnp.asarray(RNG.normal(size=(40, 12)).astype(np.float32)) + 1.0
+    const = jnp.broadcast_to(g.mean(0), g.shape)
+    assert float(losses.component_match(g, g, 3)) == pytest.approx(0.0, abs=1e-6)
+    assert float(losses.component_match(const, g, 3)) == pytest.approx(3.0, rel=1e-5)
+    h = g + jnp.asarray(RNG.normal(size=g.shape).astype(np.float32))
+    assert float(losses.component_match(h, g, 3)) == pytest.approx(
+        0.25 * float(losses.output_match(h, g)), rel=1e-6)
+
+    cfg = SimpleNamespace(match_weight=1.0, align_weight=0.5, mnn_tau=0.1, component_weight=0.3)
+    cnn, mlp = _image_pair()
+    conv, last = cnn.stages[-1], mlp.stages[-1]
+    side = CANVAS >> (len(CHANNELS) - 1)
+    exact = eqx.tree_at(lambda b: b.hidden,
+                        last, M.maxout_from_conv(conv, (CHANNELS[-2], side, side)).linear)
+    x, y = jax.random.uniform(KEY, (6, CANVAS, CANVAS)), jnp.arange(6) % 3
+    g_in = jax.vmap(cnn.features)(x)[-2]
+    np.testing.assert_allclose(jax.vmap(exact.units)(g_in), jax.vmap(conv.units)(g_in), atol=1e-5)
+    last_only = (len(CHANNELS) - 1,)
+    loss = train.make_loss(cfg, "not", last_only, last_only, len(CHANNELS))
+    _, terms = loss(eqx.tree_at(lambda n: n.stages[-1], cnn, exact), x, y, cnn)
+    assert set(terms) == {"ce", "match", "component"}
+    assert float(terms["component"]) == pytest.approx(0.0, abs=1e-4)
+    hybrid = M.swap(cnn, len(CHANNELS) - 1, mlp)
+    total, terms = loss(hybrid, x, y, cnn)
+    expected = losses.component_match(jax.vmap(last.units)(g_in), jax.vmap(conv.units)(g_in),
+                                      CHANNELS[-1])
+    assert float(terms["component"]) == pytest.approx(float(expected), rel=1e-5)
+    assert float(total) == pytest.approx(
+        float(terms["ce"] + terms["match"] + 0.3 * terms["component"]), rel=1e-5)
+    _, terms = train.make_loss(cfg, "not_untrained", last_only, last_only, 3)(hybrid, x, y, cnn)
+    assert "component" not in terms
 
 
 def test_matching_is_used_where_a_guide_part_reads_the_stage():

@@ -94,6 +94,7 @@ class Config:
     data_seed: NonNegativeInt = 1234
     align_weight: NonNegative = 1.0
     match_weight: NonNegative = 1.0
+    component_weight: NonNegative = 1.0
     mnn_tau: Positive = 0.1
     kd_temperature: Positive = 2.0
     kd_weight: NonNegative = 0.5

@@ -107,6 +107,18 @@ def output_match(h: Float[Array, "n p"], g: Float[Array, "n p"], eps: float = 1e
     return jnp.sum((h - g) ** 2) / (n * (spread + eps))
 
 
+def component_match(h: Float[Array, "n p"], g: Float[Array, "n p"], units: int) -> Float[Array, ""]:
+    """Output matching of the *components* inside a replaced part, scaled to the part's output:
+    ``(q / p) output_match(h, g)``, with ``h`` the new part's p hidden units, ``g`` the guide
+    part's p units before its pool, and ``q`` (``units``) the number of units the part outputs.
+    The best constant scores q, as the part's own output match does (:func:`output_match`
+    scores p): summed over the 1,568 hidden units of the image conversion's last part against its
+    32 outputs the term would outweigh output and label 49 : 1. On a validation draw (data_seed
+    4321, 2 seeds) the last part ended at 78.8 / 77.5% with the scaling and 76.7 / 75.4% with the
+    plain sum, against 75.1 / 74.2% without component matching."""
+    return (units / h.reshape(h.shape[0], -1).shape[1]) * output_match(h, g)
+
+
 def cross_entropy(logits: Float[Array, "n c"], labels: Int[Array, " n"]) -> Float[Array, ""]:
     """Mean negative log-likelihood of the labels (nats)."""
     logp = jax.nn.log_softmax(logits, axis=-1)

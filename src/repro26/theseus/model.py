@@ -58,6 +58,10 @@ class ConvStage(eqx.Module):
         weight = self.weight.reshape(self.weight.shape[0], self.weight.shape[1], 9)
         return jnp.einsum("oik,ikhw->ohw", weight, patches) + self.bias[:, None, None]
 
+    def units(self, x: Float[Array, "c h w"]) -> Float[Array, " units"]:
+        """The ReLU units before the pool, ``relu(conv(x))`` flattened channel-major."""
+        return jax.nn.relu(self.conv(x)).reshape(-1)
+
     def __call__(self, x: Float[Array, "c h w"]) -> Array:
         h = jax.nn.relu(self.conv(x))
         if self.global_pool:
@@ -121,9 +125,13 @@ class DenseBlock(eqx.Module):
     out: eqx.nn.Linear
     out_shape: tuple[int, ...] = eqx.field(static=True)
 
+    def units(self, x: Array) -> Float[Array, " units"]:
+        """The hidden ReLU units, ``relu(hidden(flatten(x)))``: as many as the replaced conv
+        stage's :meth:`ConvStage.units`, the components a conversion aligns with those."""
+        return jax.nn.relu(self.hidden(x.reshape(-1)))
+
     def __call__(self, x: Array) -> Array:
-        z = jax.nn.relu(self.hidden(x.reshape(-1)))
-        return self.out(z).reshape(self.out_shape)
+        return self.out(self.units(x)).reshape(self.out_shape)
 
 
 class AddChannel(eqx.Module):

@@ -26,7 +26,10 @@ Models (budget B = ``stage_steps x K`` steps for every target, K = number of par
   guide (random init of the guide architecture, never trained).
 
 The conversion loss is ``CE + mu sum_{j in M} match(h_j, g_j) + lambda sum_{j in S} (1 - S(h_j,
-g_j))`` (:func:`make_loss`), ``g_j`` the frozen guide's stage outputs on the same batch. The
+g_j)) + nu sum_{k in D} (q_k / p_k) match(a_k, b_k)`` (:func:`make_loss`), ``g_j`` the frozen
+guide's stage outputs on the same batch; D holds the replaced parts that are dense blocks for a
+conv stage (the image conversion's last part), ``a_k`` their p_k hidden units, ``b_k`` the guide
+stage's p_k units before its pool, q_k the part's output size (:func:`component_pairs`). The
 abstract aligns the replaced components "via representational similarity metrics"; which metric
 fits depends on who reads the stage's output. M holds the stages read by a guide part (the next
 stage is still the guide's, or the guide's head after the last stage): that part reads fixed
@@ -146,6 +149,28 @@ def alignment_split(model: str, aligned: tuple[int, ...], replaced: tuple[int, .
     return matched, tuple(j for j in aligned if j not in matched)
 
 
+def component_pairs(net: M.Network, guide: M.Network, x: jax.Array, h: list, g: list,
+                    replaced: tuple[int, ...]) -> list[tuple[jax.Array, jax.Array, int]]:
+    """``(a_k, b_k, q_k)`` for every replaced part k that is a :class:`~model.DenseBlock` standing
+    in for a :class:`~model.ConvStage` (the image conversion's globally pooled last part):
+    ``a_k`` the block's hidden ReLU units on the hybrid's input to part k (``h[k-1]``), ``b_k``
+    the guide stage's ReLU units before its pool on the guide's own input (``g[k-1]``), both
+    ``(batch, p)`` with p = channels x positions, and ``q_k`` the part's output size. The two
+    layers have equally many units, and ``relu(conv(.))`` is one weight setting of the block's
+    hidden layer (a convolution is a dense matrix with tied, local entries): matching ``a_k`` to
+    ``b_k`` gives that layer a target it can reach by regression, where the part's output alone
+    asks it to find translation-invariant features through the guide's global pool."""
+    pairs = []
+    for k in replaced:
+        new, old = M.get_part(net, k), M.get_part(guide, k)
+        if isinstance(new, M.DenseBlock) and isinstance(old, M.ConvStage):
+            h_in = h[k - 1] if k else jax.vmap(net.stem)(x)
+            g_in = g[k - 1] if k else jax.vmap(guide.stem)(x)
+            pairs.append((jax.vmap(new.units)(h_in), jax.vmap(old.units)(g_in),
+                          int(np.prod(new.out_shape))))
+    return pairs
+
+
 def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ...] = (),
               n: int = 0):
     """``loss(net, (x, y, guide)) -> (loss, terms)`` of ``model`` on a batch; ``aligned`` are the
@@ -154,9 +179,16 @@ def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ..
     (:func:`losses.output_match`) where the part reading its output is a guide part, and by the
     representational similarity (CKA, or the soft mutual-NN score for ``not_mnn``) where it is a
     target part (a dense layer or a recurrence, which can undo any rotation of its input);
-    towards an untrained guide, by the similarity alone (:func:`alignment_split`)."""
+    towards an untrained guide, by the similarity alone (:func:`alignment_split`). Towards a
+    trained guide, the hidden units of a replaced dense block are also matched to the guide
+    stage's units before its pool (:func:`component_pairs`, :func:`losses.component_match`,
+    weight ``component_weight``): the abstract aligns the replaced *components*, and a dense
+    layer of a conv stage's width can reproduce that stage's units exactly."""
     metric = "mnn" if model == "not_mnn" else "cka"
     matched, similar = alignment_split(model, aligned, replaced, n)
+    # the components inside a replaced part are matched like a matched stage output: towards a
+    # trained guide only (an untrained guide's units are a random map, see alignment_split)
+    components = model in CONVERSIONS and model != "not_untrained"
 
     def loss(net, x, y, guide):
         logits = jax.vmap(net)(x)
@@ -177,6 +209,11 @@ def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ..
                 terms["align"] = losses.alignment_loss(metric, [pair(j) for j in similar],
                                                        cfg.mnn_tau)
                 total = total + cfg.align_weight * terms["align"]
+            inner = component_pairs(net, guide, x, h, g, replaced) if components else []
+            if inner:
+                terms["component"] = sum(losses.component_match(a, jax.lax.stop_gradient(b), q)
+                                         for a, b, q in inner)
+                total = total + cfg.component_weight * terms["component"]
             return total, terms
         if model == "kd":
             teacher = jax.lax.stop_gradient(jax.vmap(guide)(x))
