@@ -55,6 +55,8 @@ class Config:
     eval_envs: Count = 8
     eval_repeats: Count = 3
     eval_batch: Count = 32
+    # pairs with a scripted proxy partner play this many times (independent keys), averaged
+    proxy_replicas: Count = 4
     # how a learned *ego* acts in the evaluation: its most likely action (greedy) or a draw from
     # its policy (sampled); learned partners always sample (they stand for a population)
     ego_actions: Literal["greedy", "sampled"] = "greedy"
