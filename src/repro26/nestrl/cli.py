@@ -63,8 +63,8 @@ class Config:
     patience: NonNegativeInt = 3  # blocked moves before a human proxy switches role
     scripted_eps: Probability = 0.1
     # every learner kind (self-play too): this share of each rollout's episodes has a scripted
-    # role-switching partner with other parameters than the held-out proxies (issue 40); the
-    # best response (ideal row) meets the held-out proxies themselves
+    # role-switching partner with other parameters than the held-out proxies (issue 40), the
+    # best response (ideal row) included
     scripted_share: Probability = 0.25
     train_patience: NonNegativeInt = 6
     train_scripted_eps: Probability = 0.2
