@@ -206,10 +206,6 @@ def test_partner_curriculum_shaping_schedule_and_per_episode_levels():
     np.testing.assert_array_equal(np.asarray(eps_s), [1, 1, 1, 1, 0, 0])
     np.testing.assert_array_equal(np.asarray(sa["obs"]), np.asarray(sb["obs"]))
     assert not np.array_equal(np.asarray(sa["obs"][:, 4:]), np.asarray(sr["obs"][:, 4:]))
-    # the held-out proxies' parameters are the best response's alone
-    params = SimpleNamespace(patience=3, scripted_eps=0.1, train_patience=6, train_scripted_eps=0.2)
-    assert train.scripted_params(params, "br") == (3, 0.1)
-    assert {train.scripted_params(params, k) for k in ("level0", "level2", "fcp", "mep")} == {(6, 0.2)}
 
 
 def test_reward_scale_leaves_the_policy_term_and_scales_the_value_term():

@@ -38,7 +38,8 @@ def test_smoke_end_to_end(tmp_path, smoke_stages):
     q = np.stack([table[f"q{i}"] for i in range(1, 5)], 1)
     episodes = np.stack([table[f"episode{j}"] for j in range(1, cfg.eval_repeats + 1)], 1)
     np.testing.assert_allclose(q.sum(1), episodes.mean(1), atol=1e-4)  # quarters add up
-    soups = table["return"] * cfg.eval_envs * cfg.eval_repeats / 20  # whole soups in total
+    replicas = np.where(table["partner_group"] == "proxy", cfg.proxy_replicas, 1)
+    soups = table["return"] * cfg.eval_envs * cfg.eval_repeats * replicas / 20  # whole soups
     np.testing.assert_allclose(soups, np.round(soups), atol=1e-3)
     carried = np.stack([table[f"carried{j}"] for j in range(1, cfg.eval_repeats + 1)], 1)
     np.testing.assert_allclose(table["adapt"], (carried - episodes)[:, 1:].mean(1), atol=1e-4)

@@ -10,8 +10,8 @@ difference is the half-width of its 95% interval.
 Held-out partners are every learned agent of the other seeds (self-play, FCP, MEP, every NestRL
 level) and the scripted role-switching proxies, the two groups weighted equally. The ideal row of
 the return claim is ``br``, a best response trained with the same budget against the held-out
-partners of its seed (the learned ones, and the held-out proxies in its scripted share); the
-trivial rows are the scripted egos. Budgets per learner (its own
+learned partners of its seed (its scripted share, like every learner's, with the training
+role-switchers, not the held-out proxies); the trivial rows are the scripted egos. Budgets per learner (its own
 environment and gradient steps) are read off the training tables and are equal by design; the
 steps of training the learner's partners are listed beside them.
 """
@@ -204,8 +204,8 @@ def heldout_return_claim(pairs, cfg, budget=None) -> Claim:
         trivial_note=f"the {trivial} ego in NestRL's place, same partners",
         ideal=row(names.IDEAL),
         ideal_note="a best response trained (same budget) against the held-out partners of its "
-                   "seed (the learned ones; the scripted proxies in its scripted share), in "
-                   "NestRL's place: how much a partner-aware agent gains",
+                   "seed (the learned ones; in its scripted share the training role-switchers "
+                   "like every learner), in NestRL's place: how much a partner-aware agent gains",
         budget=budget,
         budget_note=BUDGET_NOTE,
     )

@@ -55,14 +55,16 @@ class Config:
     eval_envs: Count = 8
     eval_repeats: Count = 3
     eval_batch: Count = 32
+    # pairs with a scripted proxy partner play this many times (independent keys), averaged
+    proxy_replicas: Count = 4
     # how a learned *ego* acts in the evaluation: its most likely action (greedy) or a draw from
     # its policy (sampled); learned partners always sample (they stand for a population)
     ego_actions: Literal["greedy", "sampled"] = "greedy"
     patience: NonNegativeInt = 3  # blocked moves before a human proxy switches role
     scripted_eps: Probability = 0.1
     # every learner kind (self-play too): this share of each rollout's episodes has a scripted
-    # role-switching partner with other parameters than the held-out proxies (issue 40); the
-    # best response (ideal row) meets the held-out proxies themselves
+    # role-switching partner with other parameters than the held-out proxies (issue 40), the
+    # best response (ideal row) included
     scripted_share: Probability = 0.25
     train_patience: NonNegativeInt = 6
     train_scripted_eps: Probability = 0.2

@@ -10,7 +10,10 @@ team return (20 per soup, reset), its quarters, the return of each repeated epis
 ``episode<j>``; carried, ``carried<j>``) and the adaptability over the repeats,
 ``adapt = mean_{j >= 2} (carried_j - episode_j)``: what the ego gains from remembering the partner.
 Both runs start each episode from the same empty kitchen, so the wait for a first soup is the
-same in both and cancels.
+same in both and cancels. A pair with a scripted role-switching proxy is played
+``proxy_replicas`` times with independent keys and fresh memories and its row holds the mean
+over them: the two proxies weigh as much in the held-out return as all learned held-out
+partners together, so their evaluation noise would otherwise dominate it (issue 40).
 
 Egos: the self-play agent (level-0 self-play member 0), FCP, MEP, the level-k agents (member 0),
 the ideal row's best response ``br`` (trained against the held-out partners of its seed), and the
@@ -137,12 +140,22 @@ def evaluate(cfg, game: E.Game, trained: dict[str, ActorCritic], key) -> list[di
     egos = [(i, names[i], seeds[i]) for i in learned]
     egos += [(names.index(t), t, s) for t in TRIVIAL for s in cfg.seeds]  # trivial egos per seed
     partners = [i for i in range(len(names)) if names[i] != IDEAL]
-    spec, meta = [], []
+    spec, meta, owner = [], [], []
     for e, e_name, e_seed in egos:
         for p in partners:
-            spec.append((kinds[e], index[e], kinds[p], index[p]))
             meta.append((e_name, e_seed, names[p], seeds[p]))
-    quarters, returns, carried = play_pairs(cfg, game, agents, np.asarray(spec), key)
+            for _ in range(cfg.proxy_replicas if names[p] in PROXIES else 1):
+                spec.append((kinds[e], index[e], kinds[p], index[p]))
+                owner.append(len(meta) - 1)
+    owner = np.asarray(owner)
+    counts = np.bincount(owner, minlength=len(meta))
+
+    def pair_mean(x):  # mean over each pair's replicas
+        sums = np.zeros((len(meta), *x.shape[1:]))
+        np.add.at(sums, owner, x)
+        return sums / counts.reshape(-1, *([1] * (x.ndim - 1)))
+
+    quarters, returns, carried = map(pair_mean, play_pairs(cfg, game, agents, np.asarray(spec), key))
     rows = []
     for (e_name, e_seed, p_name, p_seed), q, r, c in zip(meta, quarters, returns, carried):
         row = {"layout": game.name, "ego": e_name, "seed": e_seed, "partner": p_name,
