@@ -291,6 +291,9 @@ def test_the_maxout_stage_can_compute_the_conv_stage_exactly(in_shape, global_po
     dense = M.maxout_from_conv(conv, in_shape)
     x = jax.random.normal(jax.random.PRNGKey(5), (6, *in_shape))
     np.testing.assert_allclose(jax.vmap(dense)(x), jax.vmap(conv)(x), atol=1e-5)
+    # unit by unit: the conv's units before the pool, in the order the component term takes
+    # them (pooling windows for a 2x2 pool), are the built maxout's hidden units
+    np.testing.assert_allclose(jax.vmap(dense.units)(x), jax.vmap(conv.units)(x), atol=1e-5)
     cnn, mlp = _image_pair()
     for j, (c, m) in enumerate(zip(cnn.stages[:-1], mlp.stages[:-1])):
         side = CANVAS >> j
@@ -368,6 +371,22 @@ def test_component_match_closed_forms_and_the_last_parts_hidden_units():
     _, terms = train.make_loss(cfg, "not_untrained", last_only, last_only, 3)(hybrid, x, y, cnn)
     assert "component" not in terms
 
+    # the maxout parts too: 0 for every part built from the guide's stages (maxout_from_conv and
+    # the exact block), the closed form for a fresh first part (q = its output size)
+    every = tuple(range(len(CHANNELS)))
+    loss = train.make_loss(cfg, "not", every, every, len(CHANNELS))
+    built = tuple(M.maxout_from_conv(c, (c.weight.shape[1], CANVAS >> j, CANVAS >> j))
+                  for j, c in enumerate(cnn.stages[:-1]))
+    _, terms = loss(eqx.tree_at(lambda n: n.stages, cnn, (*built, exact)), x, y, cnn)
+    assert float(terms["component"]) == pytest.approx(0.0, abs=1e-4)
+    loss0 = train.make_loss(cfg, "not", (0,), (0,), len(CHANNELS))
+    _, terms = loss0(M.swap(cnn, 0, mlp), x, y, cnn)
+    stem = jax.vmap(cnn.stem)(x)
+    expected = losses.component_match(jax.vmap(mlp.stages[0].units)(stem),
+                                      jax.vmap(cnn.stages[0].units)(stem),
+                                      CHANNELS[0] * (CANVAS // 2) ** 2)
+    assert float(terms["component"]) == pytest.approx(float(expected), rel=1e-5)
+
 
 def test_matching_is_used_where_a_guide_part_reads_the_stage():
     """Stage j is matched when part j + 1 (or the head, after the last stage) is the guide's."""
@@ -387,13 +406,13 @@ def test_an_untrained_guide_is_aligned_by_similarity_alone():
     assert train.alignment_split("not_mnn", (0,), (0,), 3) == ((0,), ())
     for aligned in ((0,), (0, 1), (0, 1, 2)):
         assert train.alignment_split("not_untrained", aligned, aligned, 3) == ((), aligned)
-    cfg = SimpleNamespace(match_weight=1.0, align_weight=0.5, mnn_tau=0.1)
+    cfg = SimpleNamespace(match_weight=1.0, align_weight=0.5, mnn_tau=0.1, component_weight=0.3)
     cnn, mlp = _image_pair()
     hybrid = M.swap(cnn, 0, mlp)
     x, y = jax.random.uniform(KEY, (6, CANVAS, CANVAS)), jnp.arange(6) % 3
     _, trained = train.make_loss(cfg, "not", (0,), (0,), 3)(hybrid, x, y, cnn)
     total, untrained = train.make_loss(cfg, "not_untrained", (0,), (0,), 3)(hybrid, x, y, cnn)
-    assert set(trained) == {"ce", "match"} and set(untrained) == {"ce", "align"}
+    assert set(trained) == {"ce", "match", "component"} and set(untrained) == {"ce", "align"}
     h, g = jax.vmap(hybrid.features)(x)[0], jax.vmap(cnn.features)(x)[0]
     cka = losses.linear_cka(h.reshape(6, -1), g.reshape(6, -1))
     ce = losses.cross_entropy(jax.vmap(hybrid)(x), y)
@@ -406,7 +425,7 @@ def test_kd_fmse_and_mnn_conversion_losses_are_their_closed_forms():
     from types import SimpleNamespace
 
     cfg = SimpleNamespace(match_weight=1.0, align_weight=0.5, mnn_tau=0.1, kd_temperature=2.0,
-                          kd_weight=0.25, fmse_weight=0.1)
+                          kd_weight=0.25, fmse_weight=0.1, component_weight=0.2)
     cnn, mlp = _image_pair()
     x, y = jax.random.uniform(KEY, (6, CANVAS, CANVAS)), jnp.arange(6) % 3
     ce = lambda net: losses.cross_entropy(jax.vmap(net)(x), y)  # noqa: E731
@@ -422,9 +441,15 @@ def test_kd_fmse_and_mnn_conversion_losses_are_their_closed_forms():
     assert float(total) == pytest.approx(float(ce(mlp) + 0.1 * fm), rel=1e-5)
     hybrid = M.swap_all(cnn, (0, 1), mlp)  # stage 0 is read by a target part: similarity
     total, terms = train.make_loss(cfg, "not_mnn", (0,), (0, 1), 3)(hybrid, x, y, cnn)
-    h, g = rows(jax.vmap(hybrid.features)(x))[0], rows(jax.vmap(cnn.features)(x))[0]
-    assert set(terms) == {"ce", "align"}
-    expected = ce(hybrid) + 0.5 * (1 - losses.soft_mutual_nn(h, g, 0.1))
+    hs, gs = jax.vmap(hybrid.features)(x), jax.vmap(cnn.features)(x)
+    h, g = rows(hs)[0], rows(gs)[0]
+    assert set(terms) == {"ce", "align", "component"}
+    stem = jax.vmap(cnn.stem)(x)
+    component = sum(losses.component_match(jax.vmap(mlp.stages[k].units)(hi),
+                                           jax.vmap(cnn.stages[k].units)(gi), q)
+                    for k, hi, gi, q in ((0, stem, stem, gs[0][0].size),
+                                         (1, hs[0], gs[0], gs[1][0].size)))
+    expected = ce(hybrid) + 0.5 * (1 - losses.soft_mutual_nn(h, g, 0.1)) + 0.2 * component
     assert float(total) == pytest.approx(float(expected), rel=1e-5)
 
 
@@ -444,7 +469,7 @@ def test_one_replacement_of_a_trained_guide_keeps_its_accuracy():
     task = train.Task("images", x[:512], y[:512], x[512:], y[512:],
                       lambda k: M.make_cnn(k, 12, channels), lambda k: M.make_mlp(k, 12, channels),
                       lambda k: M.make_image_linear(k, 12), tc)
-    cfg = SimpleNamespace(match_weight=1.0, align_weight=1.0, mnn_tau=0.1)
+    cfg = SimpleNamespace(match_weight=1.0, align_weight=1.0, mnn_tau=0.1, component_weight=1.0)
     guide, _ = train.fit(train.stacked(task.make_guide, [0], "guide"), None, task,
                          train.make_loss(cfg, "guide", ()), [0], 400, 1, None, "guide", False)
     acc_guide = float(train.evaluate(guide, task)["accuracy"][0])

@@ -59,8 +59,11 @@ class ConvStage(eqx.Module):
         return jnp.einsum("oik,ikhw->ohw", weight, patches) + self.bias[:, None, None]
 
     def units(self, x: Float[Array, "c h w"]) -> Float[Array, " units"]:
-        """The ReLU units before the pool, ``relu(conv(x))`` flattened channel-major."""
-        return jax.nn.relu(self.conv(x)).reshape(-1)
+        """The ReLU units before the pool, ``relu(conv(x))``: flattened channel-major for the
+        global pool, in pooling-window order (:func:`window_order`) for the 2x2 pool, the order
+        of the hidden units of the maxout that computes this stage (:func:`maxout_from_conv`)."""
+        z = jax.nn.relu(self.conv(x))
+        return z.reshape(-1) if self.global_pool else window_order(z[None])[0].reshape(-1)
 
     def __call__(self, x: Float[Array, "c h w"]) -> Array:
         h = jax.nn.relu(self.conv(x))
@@ -68,6 +71,16 @@ class ConvStage(eqx.Module):
             return h.max(axis=(1, 2))
         c, hh, ww = h.shape
         return h[:, : hh // 2 * 2, : ww // 2 * 2].reshape(c, hh // 2, 2, ww // 2, 2).max(axis=(2, 4))
+
+
+def window_order(z: Float[Array, "n o h w"]) -> Float[Array, "n o hh ww 4"]:
+    """The 2x2 pooling windows of a map ``z`` (rows and columns cropped to even): entry
+    ``[n, o, i, j, 2a + b] = z[n, o, 2i + a, 2j + b]``, so that flattened, each group of 4 units
+    is one pooling window of one channel, in order (o, i, j)."""
+    n, o, h, w = z.shape
+    hh, ww = h // 2, w // 2
+    z = z[:, :, : hh * 2, : ww * 2].reshape(n, o, hh, 2, ww, 2).transpose(0, 1, 2, 4, 3, 5)
+    return z.reshape(n, o, hh, ww, 4)
 
 
 class MaxoutStage(eqx.Module):
@@ -83,9 +96,14 @@ class MaxoutStage(eqx.Module):
     pool: int = eqx.field(static=True)
     out_shape: tuple[int, ...] = eqx.field(static=True)
 
+    def units(self, x: Array) -> Float[Array, " units"]:
+        """The hidden ReLU units before the group max, ``relu(linear(flatten(x)))``: as many as
+        the replaced conv stage's :meth:`ConvStage.units`, the components a conversion aligns
+        with those (unit by unit equal for :func:`maxout_from_conv`)."""
+        return jax.nn.relu(self.linear(x.reshape(-1)))
+
     def __call__(self, x: Array) -> Array:
-        z = jax.nn.relu(self.linear(x.reshape(-1)))
-        return z.reshape(-1, self.pool).max(axis=1).reshape(self.out_shape)
+        return self.units(x).reshape(-1, self.pool).max(axis=1).reshape(self.out_shape)
 
 
 def maxout_from_conv(stage: ConvStage, in_shape: tuple[int, int, int]) -> MaxoutStage:
@@ -101,8 +119,8 @@ def maxout_from_conv(stage: ConvStage, in_shape: tuple[int, int, int]) -> Maxout
         pool, out_shape = h * w, (o,)
     else:
         hh, ww = h // 2, w // 2
-        pre = pre[:, :, : hh * 2, : ww * 2].reshape(-1, o, hh, 2, ww, 2).transpose(0, 1, 2, 4, 3, 5)
-        weight, bias = pre.reshape(c * h * w, o * hh * ww * 4), jnp.repeat(stage.bias, hh * ww * 4)
+        weight = window_order(pre).reshape(c * h * w, o * hh * ww * 4)
+        bias = jnp.repeat(stage.bias, hh * ww * 4)
         pool, out_shape = 4, (o, hh, ww)
     linear = eqx.nn.Linear(c * h * w, bias.size, key=jax.random.PRNGKey(0))
     linear = eqx.tree_at(lambda m: (m.weight, m.bias), linear, (weight.reshape(c * h * w, -1).T, bias))

@@ -27,9 +27,10 @@ Models (budget B = ``stage_steps x K`` steps for every target, K = number of par
 
 The conversion loss is ``CE + mu sum_{j in M} match(h_j, g_j) + lambda sum_{j in S} (1 - S(h_j,
 g_j)) + nu sum_{k in D} (q_k / p_k) match(a_k, b_k)`` (:func:`make_loss`), ``g_j`` the frozen
-guide's stage outputs on the same batch; D holds the replaced parts that are dense blocks for a
-conv stage (the image conversion's last part), ``a_k`` their p_k hidden units, ``b_k`` the guide
-stage's p_k units before its pool, q_k the part's output size (:func:`component_pairs`). The
+guide's stage outputs on the same batch; D holds the replaced parts that are dense parts for a
+conv stage (every part of the image conversion: maxout stages and the last dense block), ``a_k``
+their p_k hidden units, ``b_k`` the guide stage's p_k units before its pool, q_k the part's
+output size (:func:`component_pairs`). The
 abstract aligns the replaced components "via representational similarity metrics"; which metric
 fits depends on who reads the stage's output. M holds the stages read by a guide part (the next
 stage is still the guide's, or the guide's head after the last stage): that part reads fixed
@@ -151,19 +152,22 @@ def alignment_split(model: str, aligned: tuple[int, ...], replaced: tuple[int, .
 
 def component_pairs(net: M.Network, guide: M.Network, x: jax.Array, h: list, g: list,
                     replaced: tuple[int, ...]) -> list[tuple[jax.Array, jax.Array, int]]:
-    """``(a_k, b_k, q_k)`` for every replaced part k that is a :class:`~model.DenseBlock` standing
-    in for a :class:`~model.ConvStage` (the image conversion's globally pooled last part):
-    ``a_k`` the block's hidden ReLU units on the hybrid's input to part k (``h[k-1]``), ``b_k``
-    the guide stage's ReLU units before its pool on the guide's own input (``g[k-1]``), both
-    ``(batch, p)`` with p = channels x positions, and ``q_k`` the part's output size. The two
-    layers have equally many units, and ``relu(conv(.))`` is one weight setting of the block's
-    hidden layer (a convolution is a dense matrix with tied, local entries): matching ``a_k`` to
-    ``b_k`` gives that layer a target it can reach by regression, where the part's output alone
-    asks it to find translation-invariant features through the guide's global pool."""
+    """``(a_k, b_k, q_k)`` for every replaced part k that is a dense part standing in for a
+    :class:`~model.ConvStage`: a :class:`~model.MaxoutStage` for a 2x2-pooled stage, a
+    :class:`~model.DenseBlock` for the globally pooled last one. ``a_k`` are the part's hidden
+    ReLU units (before its group max / its output layer) on the hybrid's input to part k
+    (``h[k-1]``), ``b_k`` the guide stage's ReLU units before its pool on the guide's own input
+    (``g[k-1]``), both ``(batch, p)`` with p = channels x positions, and ``q_k`` the part's output
+    size. The two layers have equally many units, and ``relu(conv(.))`` is one weight setting of
+    the part's hidden layer (a convolution is a dense matrix with tied, local entries); for the
+    maxout the guide's units are taken in pooling-window order (:func:`model.window_order`), the
+    order in which :func:`model.maxout_from_conv` computes the stage exactly (the term is 0
+    there). Matching ``a_k`` to ``b_k`` gives that layer a target it can reach by regression,
+    where the part's output alone only constrains the max of each pool."""
     pairs = []
     for k in replaced:
         new, old = M.get_part(net, k), M.get_part(guide, k)
-        if isinstance(new, M.DenseBlock) and isinstance(old, M.ConvStage):
+        if isinstance(new, (M.MaxoutStage, M.DenseBlock)) and isinstance(old, M.ConvStage):
             h_in = h[k - 1] if k else jax.vmap(net.stem)(x)
             g_in = g[k - 1] if k else jax.vmap(guide.stem)(x)
             pairs.append((jax.vmap(new.units)(h_in), jax.vmap(old.units)(g_in),
@@ -180,10 +184,11 @@ def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ..
     representational similarity (CKA, or the soft mutual-NN score for ``not_mnn``) where it is a
     target part (a dense layer or a recurrence, which can undo any rotation of its input);
     towards an untrained guide, by the similarity alone (:func:`alignment_split`). Towards a
-    trained guide, the hidden units of a replaced dense block are also matched to the guide
-    stage's units before its pool (:func:`component_pairs`, :func:`losses.component_match`,
-    weight ``component_weight``): the abstract aligns the replaced *components*, and a dense
-    layer of a conv stage's width can reproduce that stage's units exactly."""
+    trained guide, the hidden units of a replaced maxout stage or dense block are also matched
+    to the guide stage's units before its pool (:func:`component_pairs`,
+    :func:`losses.component_match`, weight ``component_weight``): the abstract aligns the
+    replaced *components*, and a dense layer of a conv stage's width can reproduce that stage's
+    units exactly."""
     metric = "mnn" if model == "not_mnn" else "cka"
     matched, similar = alignment_split(model, aligned, replaced, n)
     # the components inside a replaced part are matched like a matched stage output: towards a
