@@ -295,14 +295,11 @@ def test_the_maxout_stage_can_compute_the_conv_stage_exactly(in_shape, global_po
     # them (pooling windows for a 2x2 pool), are the built maxout's hidden units
     np.testing.assert_allclose(jax.vmap(dense.units)(x), jax.vmap(conv.units)(x), atol=1e-5)
     cnn, mlp = _image_pair()
-    for j, (c, m) in enumerate(zip(cnn.stages[:-1], mlp.stages[:-1])):
-        side = CANVAS >> j
+    for j, (c, m) in enumerate(zip(cnn.stages, mlp.stages, strict=True)):
+        side = CANVAS >> j  # the last one: a maxout over every position of each channel
         built = M.maxout_from_conv(c, (c.weight.shape[1], side, side))
         assert built.linear.weight.shape == m.linear.weight.shape and built.pool == m.pool
-    # the globally pooled last stage: a two-layer block, as wide as the conv stage before pooling
-    last, side = mlp.stages[-1], CANVAS >> (len(CHANNELS) - 1)
-    assert isinstance(last, M.DenseBlock)
-    assert last.hidden.weight.shape == (CHANNELS[-1] * side * side, CHANNELS[-2] * side * side)
+        assert built.out_shape == m.out_shape
 
 
 def test_random_shift_translates_each_image_with_zeros_shifted_in():
@@ -334,9 +331,9 @@ def test_output_match_closed_forms_and_no_rotation_invariance():
 
 def test_component_match_closed_forms_and_the_last_parts_hidden_units():
     """component_match = (q / p) output_match: 0 for h = g, q for the best constant. In the
-    conversion loss, the dense block replacing the globally pooled conv stage has its hidden
-    units matched to the conv's units before the pool: 0 when its hidden layer is the conv's
-    dense matrix, the closed form for a fresh block; no such term towards an untrained guide."""
+    conversion loss, the maxout replacing the globally pooled conv stage has its hidden units
+    matched to the conv's units before the pool: 0 when it is built from the conv, the closed
+    form for a fresh one; no such term towards an untrained guide."""
     from types import SimpleNamespace
 
     g = jnp.asarray(RNG.normal(size=(40, 12)).astype(np.float32)) + 1.0
@@ -351,8 +348,7 @@ def test_component_match_closed_forms_and_the_last_parts_hidden_units():
     cnn, mlp = _image_pair()
     conv, last = cnn.stages[-1], mlp.stages[-1]
     side = CANVAS >> (len(CHANNELS) - 1)
-    exact = eqx.tree_at(lambda b: b.hidden,
-                        last, M.maxout_from_conv(conv, (CHANNELS[-2], side, side)).linear)
+    exact = M.maxout_from_conv(conv, (CHANNELS[-2], side, side))
     x, y = jax.random.uniform(KEY, (6, CANVAS, CANVAS)), jnp.arange(6) % 3
     g_in = jax.vmap(cnn.features)(x)[-2]
     np.testing.assert_allclose(jax.vmap(exact.units)(g_in), jax.vmap(conv.units)(g_in), atol=1e-5)
@@ -371,8 +367,8 @@ def test_component_match_closed_forms_and_the_last_parts_hidden_units():
     _, terms = train.make_loss(cfg, "not_untrained", last_only, last_only, 3)(hybrid, x, y, cnn)
     assert "component" not in terms
 
-    # the maxout parts too: 0 for every part built from the guide's stages (maxout_from_conv and
-    # the exact block), the closed form for a fresh first part (q = its output size)
+    # every part: 0 for every part built from the guide's stages (maxout_from_conv), the closed
+    # form for a fresh first part (q = its output size)
     every = tuple(range(len(CHANNELS)))
     loss = train.make_loss(cfg, "not", every, every, len(CHANNELS))
     built = tuple(M.maxout_from_conv(c, (c.weight.shape[1], CANVAS >> j, CANVAS >> j))

@@ -6,9 +6,9 @@ Every network maps one example to logits and exposes ``features(x)``, the output
 * images (CNN -> MLP): the whole stage. CNN stage k is ``conv 3x3 -> ReLU -> 2x2 max-pool``
   (last stage: global max-pool); the MLP stage replacing it is ``flatten -> dense -> ReLU ->
   maxout over groups -> reshape`` to the same output shape (:class:`MaxoutStage`, which can
-  compute the conv stage exactly), so the guide's later stages accept it; the globally pooled
-  last stage is replaced by a two-layer dense block (:class:`DenseBlock`) of the same hidden
-  width. The head (a linear layer) is the same in both architectures and is kept.
+  compute the conv stage exactly), so the guide's later stages accept it; for the globally
+  pooled last stage the groups are whole channels (a maxout over every position). The head (a
+  linear layer) is the same in both architectures and is kept.
 * text (transformer -> RNN): the token mixer of pre-norm residual block k,
   ``x + mixer(LN(x))`` then ``x + MLP(LN(x))``: causal self-attention with rotary position
   encoding (the guide; positions live only inside attention) or a GRU / diagonal linear RNN (the
@@ -90,7 +90,14 @@ class MaxoutStage(eqx.Module):
     (``prod(out_shape) x pool``). It has the capacity of the part it replaces: a convolution is a
     dense matrix with tied, local entries, and a max-pool is a max over fixed groups of units,
     so every ``conv -> ReLU -> max-pool`` stage is one setting of this layer's weights
-    (:func:`maxout_from_conv`), while the layer itself has no locality or weight sharing."""
+    (:func:`maxout_from_conv`), while the layer itself has no locality or weight sharing. The
+    globally pooled last stage is a maxout over all ``P`` positions of each channel: it passes
+    gradient only to each group's winning unit, so on the output alone most of its units hardly
+    train (replacing a trained guide's last stage: 74.6% test accuracy after 400 steps against
+    81.7% for a two-layer dense block of the same width); the conversion's component match
+    (``train.component_pairs``) gives every hidden unit its own target, and with it the maxout
+    ended the image conversion at 88.9 / 91.6% on a validation draw (data_seed 4321, seeds 0, 1)
+    against the dense block's 85.3 / 85.0%."""
 
     linear: eqx.nn.Linear
     pool: int = eqx.field(static=True)
@@ -125,31 +132,6 @@ def maxout_from_conv(stage: ConvStage, in_shape: tuple[int, int, int]) -> Maxout
     linear = eqx.nn.Linear(c * h * w, bias.size, key=jax.random.PRNGKey(0))
     linear = eqx.tree_at(lambda m: (m.weight, m.bias), linear, (weight.reshape(c * h * w, -1).T, bias))
     return MaxoutStage(linear, pool, out_shape)
-
-
-class DenseBlock(eqx.Module):
-    """``flatten -> dense -> ReLU -> dense -> reshape(out_shape)``: a two-layer MLP
-    block, the replacement of the last (globally pooled) CNN stage. Its hidden layer is as wide
-    as the CNN stage has units before its pool. A global max over ``P`` positions written as a
-    ``P``-way maxout (:class:`MaxoutStage`) passes gradient only to the winning unit of each
-    group of ``P``, so most of its units hardly train: replacing the last stage of a trained
-    guide with it kept 74.6% test accuracy against the guide's 93.4% after 400 steps, this block
-    81.7% (89.8% after 1,600), on the `small` digits. A ReLU layer followed by a dense one is a
-    universal approximator of the pooled map (no exact weight setting, unlike the maxout). Its
-    output is linear (no ReLU after it: an MLP trained from scratch with one there lost every
-    output unit to a dead ReLU and stayed at chance)."""
-
-    hidden: eqx.nn.Linear
-    out: eqx.nn.Linear
-    out_shape: tuple[int, ...] = eqx.field(static=True)
-
-    def units(self, x: Array) -> Float[Array, " units"]:
-        """The hidden ReLU units, ``relu(hidden(flatten(x)))``: as many as the replaced conv
-        stage's :meth:`ConvStage.units`, the components a conversion aligns with those."""
-        return jax.nn.relu(self.hidden(x.reshape(-1)))
-
-    def __call__(self, x: Array) -> Array:
-        return self.out(self.units(x)).reshape(self.out_shape)
 
 
 class AddChannel(eqx.Module):
@@ -361,19 +343,16 @@ def make_cnn(key: PRNGKeyArray, canvas: int, channels: Sequence[int]) -> Network
 
 
 def make_mlp(key: PRNGKeyArray, canvas: int, channels: Sequence[int]) -> Network:
-    """The target: one dense stage per CNN stage, with the same input and output shapes and as
-    many hidden units as the CNN stage has before its pool: a maxout stage for each 2x2-pooled
-    stage, a two-layer block (:class:`DenseBlock`) for the globally pooled last one."""
+    """The target: one maxout stage per CNN stage, with the same input and output shapes and as
+    many hidden units as the CNN stage has before its pool (groups of 4 for a 2x2 pool, of every
+    position of a channel for the global pool)."""
     shapes = image_shapes(canvas, channels)
-    keys = jax.random.split(key, len(shapes) + 2)
+    keys = jax.random.split(key, len(shapes) + 1)
     sizes = [canvas * canvas] + [math.prod(s) for s in shapes]
-    stages = tuple(MaxoutStage(eqx.nn.Linear(sizes[j], sizes[j + 1] * 4, key=keys[j]), 4, shapes[j])
-                   for j in range(len(shapes) - 1))
-    hidden = channels[-1] * (canvas >> (len(shapes) - 1)) ** 2
-    last = DenseBlock(eqx.nn.Linear(sizes[-2], hidden, key=keys[-3]),
-                      eqx.nn.Linear(hidden, sizes[-1], key=keys[-2]), shapes[-1])
-    return Network(AddChannel(), (*stages, last), eqx.nn.Linear(channels[-1], 10, key=keys[-1]),
-                   "stage")
+    pools = [4] * (len(shapes) - 1) + [(canvas >> (len(shapes) - 1)) ** 2]
+    stages = tuple(MaxoutStage(eqx.nn.Linear(sizes[j], sizes[j + 1] * pools[j], key=keys[j]),
+                               pools[j], shapes[j]) for j in range(len(shapes)))
+    return Network(AddChannel(), stages, eqx.nn.Linear(channels[-1], 10, key=keys[-1]), "stage")
 
 
 def make_image_linear(key: PRNGKeyArray, canvas: int) -> Network:

@@ -27,8 +27,8 @@ Models (budget B = ``stage_steps x K`` steps for every target, K = number of par
 
 The conversion loss is ``CE + mu sum_{j in M} match(h_j, g_j) + lambda sum_{j in S} (1 - S(h_j,
 g_j)) + nu sum_{k in D} (q_k / p_k) match(a_k, b_k)`` (:func:`make_loss`), ``g_j`` the frozen
-guide's stage outputs on the same batch; D holds the replaced parts that are dense parts for a
-conv stage (every part of the image conversion: maxout stages and the last dense block), ``a_k``
+guide's stage outputs on the same batch; D holds the replaced parts that are maxout parts for
+a conv stage (every part of the image conversion), ``a_k``
 their p_k hidden units, ``b_k`` the guide stage's p_k units before its pool, q_k the part's
 output size (:func:`component_pairs`). The
 abstract aligns the replaced components "via representational similarity metrics"; which metric
@@ -152,10 +152,10 @@ def alignment_split(model: str, aligned: tuple[int, ...], replaced: tuple[int, .
 
 def component_pairs(net: M.Network, guide: M.Network, x: jax.Array, h: list, g: list,
                     replaced: tuple[int, ...]) -> list[tuple[jax.Array, jax.Array, int]]:
-    """``(a_k, b_k, q_k)`` for every replaced part k that is a dense part standing in for a
-    :class:`~model.ConvStage`: a :class:`~model.MaxoutStage` for a 2x2-pooled stage, a
-    :class:`~model.DenseBlock` for the globally pooled last one. ``a_k`` are the part's hidden
-    ReLU units (before its group max / its output layer) on the hybrid's input to part k
+    """``(a_k, b_k, q_k)`` for every replaced part k that is a :class:`~model.MaxoutStage`
+    standing in for a :class:`~model.ConvStage` (groups of 4 for a 2x2-pooled stage, of every
+    position for the globally pooled last one). ``a_k`` are the part's hidden ReLU units (before
+    its group max) on the hybrid's input to part k
     (``h[k-1]``), ``b_k`` the guide stage's ReLU units before its pool on the guide's own input
     (``g[k-1]``), both ``(batch, p)`` with p = channels x positions, and ``q_k`` the part's output
     size. The two layers have equally many units, and ``relu(conv(.))`` is one weight setting of
@@ -167,7 +167,7 @@ def component_pairs(net: M.Network, guide: M.Network, x: jax.Array, h: list, g: 
     pairs = []
     for k in replaced:
         new, old = M.get_part(net, k), M.get_part(guide, k)
-        if isinstance(new, (M.MaxoutStage, M.DenseBlock)) and isinstance(old, M.ConvStage):
+        if isinstance(new, M.MaxoutStage) and isinstance(old, M.ConvStage):
             h_in = h[k - 1] if k else jax.vmap(net.stem)(x)
             g_in = g[k - 1] if k else jax.vmap(guide.stem)(x)
             pairs.append((jax.vmap(new.units)(h_in), jax.vmap(old.units)(g_in),
@@ -184,7 +184,7 @@ def make_loss(cfg, model: str, aligned: tuple[int, ...], replaced: tuple[int, ..
     representational similarity (CKA, or the soft mutual-NN score for ``not_mnn``) where it is a
     target part (a dense layer or a recurrence, which can undo any rotation of its input);
     towards an untrained guide, by the similarity alone (:func:`alignment_split`). Towards a
-    trained guide, the hidden units of a replaced maxout stage or dense block are also matched
+    trained guide, the hidden units of a replaced maxout stage are also matched
     to the guide stage's units before its pool (:func:`component_pairs`,
     :func:`losses.component_match`, weight ``component_weight``): the abstract aligns the
     replaced *components*, and a dense layer of a conv stage's width can reproduce that stage's
