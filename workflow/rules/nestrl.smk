@@ -1,6 +1,6 @@
 # nestrl (issue 24): nested level-k training for human-AI teaming in Overcooked.
 # train (per layout and kind, every seed vmapped in one job): level0 -> level1 -> ... -> level<K>,
-# level0 -> fcp, mep_pop -> mep, all of them -> br (the ideal row's best response); evaluate (per layout: every ego with every partner); figures,
+# level0 -> fcp, mep_pop -> mep, all of them -> br (the best response to the held-out learned partners); evaluate (per layout: every ego with every partner); figures,
 # claims and the `nestrl` target come from workflow/rules/protocol.smk.
 NESTRL = "nestrl"
 NESTRL_CFG = method_config(NESTRL)

@@ -8,12 +8,13 @@ partners (DESIGN.md, "Claims that decide"). The minimum detectable effect of a p
 difference is the half-width of its 95% interval.
 
 Held-out partners are every learned agent of the other seeds (self-play, FCP, MEP, every NestRL
-level) and the scripted role-switching proxies, the two groups weighted equally. The ideal row of
-the return claim is ``br``, a best response trained with the same budget against the held-out
-learned partners of its seed (its scripted share, like every learner's, with the training
-role-switchers, not the held-out proxies); the trivial rows are the scripted egos. Budgets per learner (its own
-environment and gradient steps) are read off the training tables and are equal by design; the
-steps of training the learner's partners are listed beside them.
+level) and the scripted role-switching proxies, the two groups weighted equally. The ideal row is
+a partner-aware oracle (:func:`oracle_cell`): with each held-out partner it plays the ego of its
+seed (every learned type, the best response ``br``, the scripted egos) that did best with that
+very partner, chosen on one half of the evaluation episodes and scored on the other (cross-fitted,
+so the choice does not score its own noise). The trivial rows are the scripted egos. Budgets per
+learner (its own environment and gradient steps) are read off the training tables and are equal
+by design; the steps of training the learner's partners are listed beside them.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def lineage(cfg, agent: str) -> tuple[str, ...]:
     (a level-k agent: levels k-1 .. 1 and the level-0 population; br: every job)."""
     if agent in LINEAGE:
         return LINEAGE[agent]
-    if agent == names.IDEAL:
+    if agent in (names.BEST_RESPONSE, names.ORACLE):
         from repro26.nestrl.train import train_kinds
 
         return ("br", *(k for k in train_kinds(cfg) if k != "br"))
@@ -104,19 +105,44 @@ def read_curves(run):
                           for p in run.inputs if p.parent.parent.name == "runs"])
 
 
-def per_seed_heldout(pairs, ego: str, value: str, seeds) -> np.ndarray:
-    """Per seed: ``value`` averaged over the held-out partners, each group (learned agents of
-    other seeds, scripted role-switching proxies) weighted equally, then layouts."""
-    out = []
-    for seed in seeds:
-        per_layout = []
-        for layout in tables.unique(pairs, "layout"):
-            groups = [np.mean(np.asarray(pairs[value][tables.where(
-                pairs, layout=layout, ego=ego, seed=seed, partner_group=g)], float))
-                for g in HELDOUT_GROUPS]
-            per_layout.append(np.mean(groups))
-        out.append(np.mean(per_layout))
-    return np.asarray(out)
+def heldout_mean(pairs, cell, seeds, groups=HELDOUT_GROUPS) -> np.ndarray:
+    """Per seed: ``cell(layout, seed, group)`` averaged over the held-out partner groups (learned
+    agents of other seeds, scripted role-switching proxies; weighted equally), then layouts."""
+    return np.asarray([np.mean([np.mean([cell(layout, seed, g) for g in groups])
+                                for layout in tables.unique(pairs, "layout")]) for seed in seeds])
+
+
+def per_seed_heldout(pairs, ego: str, value: str, seeds, groups=HELDOUT_GROUPS) -> np.ndarray:
+    """Per seed: the ego's ``value`` averaged over the held-out partners (:func:`heldout_mean`)."""
+    return heldout_mean(pairs, lambda layout, seed, g: np.mean(np.asarray(pairs[value][
+        tables.where(pairs, layout=layout, ego=ego, seed=seed, partner_group=g)], float)),
+        seeds, groups)
+
+
+def oracle_cell(pairs, layout, seed, group, episodes) -> float:
+    """The partner-aware oracle's mean return over the partners of ``group``: with each partner p
+    it plays ``argmax_e R_1(e, p)`` over the egos e of ``seed`` and scores ``R_2`` of that ego,
+    and the other way round, the two averaged, where ``R_k`` is the mean return over
+    ``episodes`` (1-based repeats) in half k of the evaluation envs (independent draws). The
+    oracle knows its partner and responds with the seed's best agent for it, the room left for
+    any partner-aware agent built from these learners; cross-fitting keeps the choice from
+    scoring its own noise (a max over noisy means is biased up)."""
+    rows = tables.where(pairs, layout=layout, seed=seed, partner_group=group)
+    halves = np.stack([np.mean([np.asarray(pairs[f"episode{j}_half{k}"], float)[rows]
+                                for j in episodes], 0) for k in (1, 2)], 1)  # [rows, 2]
+    partner = np.asarray([f"{p}/{s}" for p, s in zip(pairs["partner"][rows],
+                                                     pairs["partner_seed"][rows])])
+    scores = []
+    for key in np.unique(partner):
+        r = halves[partner == key]  # [egos, 2]
+        scores.append((r[np.argmax(r[:, 0]), 1] + r[np.argmax(r[:, 1]), 0]) / 2)
+    return float(np.mean(scores))
+
+
+def oracle_heldout(pairs, seeds, episodes, groups=HELDOUT_GROUPS) -> np.ndarray:
+    """Per seed: the oracle's return (:func:`oracle_cell`) with the held-out partners."""
+    return heldout_mean(pairs, lambda layout, seed, g: oracle_cell(pairs, layout, seed, g,
+                                                                  episodes), seeds, groups)
 
 
 def self_and_cross(pairs, ego: str, seeds) -> tuple[np.ndarray, np.ndarray]:
@@ -173,7 +199,8 @@ def heldout_return_claim(pairs, cfg, budget=None) -> Claim:
     nest = names.nestrl_type(cfg)
     trivial, triv_ret = _trivial(pairs, seeds)
     ret = {e: per_seed_heldout(pairs, e, "return", seeds)
-           for e in (nest, "fcp", "sp", names.IDEAL)}
+           for e in (nest, "fcp", "sp", names.BEST_RESPONSE)}
+    ret[names.ORACLE] = oracle_heldout(pairs, seeds, range(1, cfg.eval_repeats + 1))
     ret.update(triv_ret)
     beats = lambda e: bool(_sign(_diff(ret[e], ret[trivial])["ci95"]) == "above")
     row = lambda e: {"nestrl": summary(ret[e]), "diff_vs_fcp": _diff(ret[e], ret["fcp"]),
@@ -183,7 +210,8 @@ def heldout_return_claim(pairs, cfg, budget=None) -> Claim:
          "fcp_beats_trivial": beats("fcp"), "sp_beats_trivial": beats("sp"),
          "nestrl_beats_trivial": beats(nest),
          "random": summary(ret["random"]), "subtask": summary(ret["subtask"]),
-         "best_response": summary(ret[names.IDEAL])}
+         "best_response": {**summary(ret[names.BEST_RESPONSE]),
+                           "diff_vs_fcp": _diff(ret[names.BEST_RESPONSE], ret["fcp"])}}
     return Claim.check(
         "heldout_return",
         "NestRL achieves higher task performance with unseen adaptive agents than FCP and "
@@ -202,10 +230,12 @@ def heldout_return_claim(pairs, cfg, budget=None) -> Claim:
         effect=lambda m: min(m["diff_vs_fcp"]["mean"], m["diff_vs_sp"]["mean"]),
         trivial=row(trivial),
         trivial_note=f"the {trivial} ego in NestRL's place, same partners",
-        ideal=row(names.IDEAL),
-        ideal_note="a best response trained (same budget) against the held-out partners of its "
-                   "seed (the learned ones; in its scripted share the training role-switchers "
-                   "like every learner), in NestRL's place: how much a partner-aware agent gains",
+        ideal=row(names.ORACLE),
+        ideal_note="a partner-aware oracle in NestRL's place: with each held-out partner it plays "
+                   "whichever agent of its seed (every learned type, the best response trained "
+                   "against the held-out learned partners, the scripted egos) did best with that "
+                   "partner, chosen on half of the evaluation envs and scored on the other half, "
+                   "both ways averaged: the room a partner-aware agent has on this task",
         budget=budget,
         budget_note=BUDGET_NOTE,
     )
@@ -215,17 +245,21 @@ def adaptability_claim(pairs, cfg, budget=None) -> Claim:
     seeds = list(cfg.seeds)
     nest = names.nestrl_type(cfg)
     trivial, triv_ret = _trivial(pairs, seeds)
-    egos = (nest, "fcp", "sp", names.IDEAL, *names.TRIVIAL)
+    egos = (nest, "fcp", "sp", names.BEST_RESPONSE, *names.TRIVIAL)
     adapt = {e: per_seed_heldout(pairs, e, "adapt", seeds) for e in egos}
     within = {e: per_seed_heldout(pairs, e, "q4", seeds) - per_seed_heldout(pairs, e, "q1", seeds)
               for e in egos}
     fcp_ret = per_seed_heldout(pairs, "fcp", "return", seeds)
+    later = range(2, cfg.eval_repeats + 1)  # the episodes in which a memory can help
+    adapt[names.ORACLE] = (oracle_heldout(pairs, seeds, later)
+                           - np.mean([per_seed_heldout(pairs, "fcp", f"episode{j}", seeds)
+                                      for j in later], 0))
     row = lambda e: {"nestrl": summary(adapt[e]), "diff_vs_fcp": _diff(adapt[e], adapt["fcp"])}
     m = {**row(nest), "fcp": summary(adapt["fcp"]),
          "trivial_name": trivial, "trivial_return": summary(triv_ret[trivial]),
          "fcp_return": summary(fcp_ret),
          "fcp_beats_trivial": bool(_sign(_diff(fcp_ret, triv_ret[trivial])["ci95"]) == "above"),
-         "adaptability": {e: summary(adapt[e]) for e in egos},
+         "adaptability": {e: summary(adapt[e]) for e in (*egos, names.ORACLE)},
          "finding_within_episode_q4_minus_q1": {e: summary(within[e]) for e in egos}}
     return Claim.check(
         "adaptability",
@@ -248,10 +282,11 @@ def adaptability_claim(pairs, cfg, budget=None) -> Claim:
         effect=lambda m: m["diff_vs_fcp"]["mean"],
         trivial=row("subtask"),
         trivial_note="the scripted subtask ego: it keeps no memory, so its adaptability is 0",
-        ideal=None,
-        ideal_note="no agent that infers the partner and then plays its best response is built; "
-                   "the best response trained on the held-out partners (no need to adapt) is "
-                   "reported under adaptability.br",
+        ideal=row(names.ORACLE),
+        ideal_note="an agent that adapts without error: reset, it plays like FCP; once it has met "
+                   "the partner (episodes 2 and later) it plays the partner-aware oracle's choice "
+                   "for that partner (cross-fitted as in the return claim); its adaptability is "
+                   "the oracle's return minus FCP's over those episodes",
         budget=budget,
         budget_note=BUDGET_NOTE,
     )
@@ -318,8 +353,8 @@ def convention_claim(pairs, cfg, budget=None) -> Claim:
 def CLAIMS(run):
     pairs, cfg = read_pairs(run), run.cfg
     nest = names.nestrl_type(cfg)
-    budget = budgets(cfg, read_curves(run), (nest, "fcp", "sp", names.IDEAL))
+    budget = budgets(cfg, read_curves(run), (nest, "fcp", "sp", names.BEST_RESPONSE))
     pick = lambda *names: {("nestrl" if n == nest else n): budget[n] for n in names}
-    return [heldout_return_claim(pairs, cfg, pick(nest, "fcp", "sp", names.IDEAL)),
+    return [heldout_return_claim(pairs, cfg, pick(nest, "fcp", "sp", names.BEST_RESPONSE)),
             adaptability_claim(pairs, cfg, pick(nest, "fcp")),
             convention_claim(pairs, cfg, pick(nest, "sp"))]

@@ -64,7 +64,7 @@ class Config:
     scripted_eps: Probability = 0.1
     # every learner kind (self-play too): this share of each rollout's episodes has a scripted
     # role-switching partner with other parameters than the held-out proxies (issue 40), the
-    # best response (ideal row) included
+    # best response included
     scripted_share: Probability = 0.25
     train_patience: NonNegativeInt = 6
     train_scripted_eps: Probability = 0.2

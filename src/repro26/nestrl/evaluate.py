@@ -10,13 +10,15 @@ team return (20 per soup, reset), its quarters, the return of each repeated epis
 ``episode<j>``; carried, ``carried<j>``) and the adaptability over the repeats,
 ``adapt = mean_{j >= 2} (carried_j - episode_j)``: what the ego gains from remembering the partner.
 Both runs start each episode from the same empty kitchen, so the wait for a first soup is the
-same in both and cancels. A pair with a scripted role-switching proxy is played
+same in both and cancels. The reset returns are also kept per half of the envs
+(``episode<j>_half<k>``, each half with both seats), two independent estimates from which the
+claims cross-fit the partner-aware oracle of the ideal row (``claims.oracle_cell``). A pair with a scripted role-switching proxy is played
 ``proxy_replicas`` times with independent keys and fresh memories and its row holds the mean
 over them: the two proxies weigh as much in the held-out return as all learned held-out
 partners together, so their evaluation noise would otherwise dominate it (issue 40).
 
 Egos: the self-play agent (level-0 self-play member 0), FCP, MEP, the level-k agents (member 0),
-the ideal row's best response ``br`` (trained against the held-out partners of its seed), and the
+the best response ``br`` (trained against the held-out learned partners of its seed), and the
 trivial baselines ``random`` and ``subtask``, each per seed. Partners: every learned agent above
 but ``br`` of every seed and the four scripted agents. ``partner_group`` says how a partner
 relates to the ego: ``self`` (the ego itself), ``same_seed`` (same seed, other agent),
@@ -32,7 +34,7 @@ import numpy as np
 
 from repro26.nestrl import env as E
 from repro26.nestrl.model import ActorCritic
-from repro26.nestrl.names import IDEAL, PROXIES, TRIVIAL, ego_types
+from repro26.nestrl.names import BEST_RESPONSE, PROXIES, TRIVIAL, ego_types
 
 def partner_group(ego_type, ego_seed, partner_type, partner_seed) -> str:
     if partner_type in PROXIES:
@@ -47,8 +49,8 @@ def partner_group(ego_type, ego_seed, partner_type, partner_seed) -> str:
 
 
 def play_pairs(cfg, game: E.Game, agents: ActorCritic, pairs: np.ndarray, key):
-    """Returns per pair ``(quarters[R, 4], episode returns[R], carried episode returns[R])``,
-    means over envs.
+    """Returns per pair ``(quarters[R, 4], episode returns[R], carried episode returns[R],
+    episode returns per half of the envs[R, 2])``, means over envs (or each half's).
 
     ``pairs[i] = (ego kind, ego index, partner kind, partner index)`` where kind 0 is a learned
     agent (its index into the stacked ``agents``) and kind 1 + j is ``SCRIPTED[j]``. Each pair
@@ -103,27 +105,27 @@ def play_pairs(cfg, game: E.Game, agents: ActorCritic, pairs: np.ndarray, key):
                 (_, _, h_end, _, m_ego, m_p), rewards = jax.lax.scan(
                     step, (obs, state, h_start, h0, m_ego, m_p), jax.random.split(k_run, horizon))
                 quarters = rewards.reshape(4, horizon // 4, n).sum(1).mean(-1)
-                return (m_ego, m_p, h_end), quarters
+                halves = rewards.sum(0).reshape(2, n // 2).mean(-1)
+                return (m_ego, m_p, h_end), (quarters, halves)
 
             return jax.lax.scan(episode, (mem0, mem1, h0), jax.random.split(key, repeats))[1]
 
-        quarters, carried = episodes(False), episodes(True)
-        return quarters, quarters.sum(-1), carried.sum(-1)
+        (quarters, halves), (carried, _) = episodes(False), episodes(True)
+        return quarters, quarters.sum(-1), carried.sum(-1), halves
 
     keys = jax.random.split(key, len(pairs))
     run = jax.jit(lambda p, k: jax.lax.map(lambda pk: one_pair(*pk), (p, k),
                                            batch_size=cfg.eval_batch))
-    quarters, returns, carried = run(jnp.asarray(pairs, jnp.int32), keys)
-    return np.asarray(quarters), np.asarray(returns), np.asarray(carried)
+    return tuple(map(np.asarray, run(jnp.asarray(pairs, jnp.int32), keys)))
 
 
 def actor_table(cfg, trained: dict[str, ActorCritic]):
     """The evaluated actors: ``(names, seeds, kinds, indices, stacked learned agents)``.
 
     ``trained[type]`` holds agents with leading axis [seed], for every type of
-    :func:`ego_types` and the ideal ``br``."""
+    :func:`ego_types` and the best response ``br``."""
     names, seeds, kinds, index, stacked = [], [], [], [], []
-    for t in (*ego_types(cfg), IDEAL):
+    for t in (*ego_types(cfg), BEST_RESPONSE):
         for s_i, seed in enumerate(cfg.seeds):
             names.append(t), seeds.append(seed), kinds.append(0), index.append(len(stacked))
             stacked.append(jax.tree.map(lambda x: x[s_i], trained[t]))
@@ -139,7 +141,7 @@ def evaluate(cfg, game: E.Game, trained: dict[str, ActorCritic], key) -> list[di
     learned = [i for i, k in enumerate(kinds) if k == 0]
     egos = [(i, names[i], seeds[i]) for i in learned]
     egos += [(names.index(t), t, s) for t in TRIVIAL for s in cfg.seeds]  # trivial egos per seed
-    partners = [i for i in range(len(names)) if names[i] != IDEAL]
+    partners = [i for i in range(len(names)) if names[i] != BEST_RESPONSE]
     spec, meta, owner = [], [], []
     for e, e_name, e_seed in egos:
         for p in partners:
@@ -155,9 +157,11 @@ def evaluate(cfg, game: E.Game, trained: dict[str, ActorCritic], key) -> list[di
         np.add.at(sums, owner, x)
         return sums / counts.reshape(-1, *([1] * (x.ndim - 1)))
 
-    quarters, returns, carried = map(pair_mean, play_pairs(cfg, game, agents, np.asarray(spec), key))
+    quarters, returns, carried, halves = map(pair_mean, play_pairs(cfg, game, agents,
+                                                                   np.asarray(spec), key))
     rows = []
-    for (e_name, e_seed, p_name, p_seed), q, r, c in zip(meta, quarters, returns, carried):
+    for (e_name, e_seed, p_name, p_seed), q, r, c, h in zip(meta, quarters, returns, carried,
+                                                            halves):
         row = {"layout": game.name, "ego": e_name, "seed": e_seed, "partner": p_name,
                "partner_seed": p_seed,
                "partner_group": partner_group(e_name, e_seed, p_name, p_seed),
@@ -165,5 +169,7 @@ def evaluate(cfg, game: E.Game, trained: dict[str, ActorCritic], key) -> list[di
         row.update({f"q{i + 1}": float(q[:, i].mean()) for i in range(4)})
         row.update({f"episode{j + 1}": float(r[j]) for j in range(len(r))})
         row.update({f"carried{j + 1}": float(c[j]) for j in range(len(c))})
+        row.update({f"episode{j + 1}_half{k + 1}": float(h[j, k])
+                    for j in range(len(h)) for k in range(2)})
         rows.append(row)
     return rows

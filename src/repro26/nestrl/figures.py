@@ -8,11 +8,12 @@ from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
 from repro26.nestrl import names
-from repro26.nestrl.claims import (HELDOUT_GROUPS, pair_tables, per_seed_heldout, read_pairs,
-                                   train_tables)
+from repro26.nestrl.claims import (HELDOUT_GROUPS, oracle_heldout, pair_tables, per_seed_heldout,
+                                   read_pairs, train_tables)
 from repro26.nestrl.names import SCRIPTED
 
-LABELS = {"sp": "self-play", "fcp": "FCP", "mep": "MEP", "br": "best response (ideal)",
+LABELS = {"sp": "self-play", "fcp": "FCP", "mep": "MEP", "br": "best response",
+          "oracle": "oracle (ideal)",
           "random": "random",
           "subtask": "scripted subtask", "proxy_onion": "proxy (onion first)",
           "proxy_plate": "proxy (plate first)", "heldout_learned": "learned agents, other seeds",
@@ -31,7 +32,7 @@ def _label(name: str, cfg) -> str:
 
 
 def _egos(cfg) -> list[str]:
-    return [*names.ego_types(cfg), names.IDEAL, *names.TRIVIAL]
+    return [*names.ego_types(cfg), names.BEST_RESPONSE, *names.TRIVIAL]
 
 
 @figure(inputs_from=pair_tables)
@@ -92,22 +93,23 @@ def crossplay_matrix(run):
 def partner_returns(run):
     """Team return (20 per soup) of each ego with the held-out partners: every learned agent of
     the other seeds (self-play, FCP, MEP, each NestRL level) and the scripted adaptive human
-    proxies that switch role after being blocked; the best response (ideal row) was trained
-    against the former. Bars: mean over training seeds (layouts pooled); error
-    bars: 95% t-interval over seeds. Grey: the trivial egos (random, scripted subtask)."""
+    proxies that switch role after being blocked; the best response was trained against the
+    former. The oracle (ideal row) plays with each partner the agent of its seed that did best
+    with it, chosen on half of the evaluation episodes and scored on the other half. Bars: mean
+    over training seeds (layouts pooled); error bars: 95% t-interval over seeds. Grey: the
+    trivial egos (random, scripted subtask)."""
     cfg = run.cfg
     pairs = read_pairs(run)
-    egos = _egos(cfg)
+    egos = [*_egos(cfg), names.ORACLE]
+    episodes = range(1, cfg.eval_repeats + 1)
     fig, grid = plotting.subplots(width=7.5, height=3.4)
     ax, width = grid[0, 0], 0.38
     for g_i, group in enumerate(HELDOUT_GROUPS):
         means, halves = [], []
         for e in egos:
-            per_seed = []
-            for s in cfg.seeds:
-                mask = tables.where(pairs, ego=e, seed=s, partner_group=group)
-                per_seed.append(np.mean(np.asarray(pairs["return"][mask], float)))
-            mean, half = mean_ci(np.asarray(per_seed))
+            per_seed = (oracle_heldout(pairs, cfg.seeds, episodes, (group,)) if e == names.ORACLE
+                        else per_seed_heldout(pairs, e, "return", cfg.seeds, (group,)))
+            mean, half = mean_ci(per_seed)
             means.append(mean), halves.append(half)
         x = np.arange(len(egos)) + (g_i - 0.5) * width
         colors = [("0.6" if e in names.TRIVIAL else f"C{g_i}") for e in egos]
@@ -126,11 +128,13 @@ def adaptability(run):
     layouts pooled; bands and bars: 95% CI over seeds). Left: return in each of the repeated
     episodes played back to back with the same partner, the ego's recurrent state reset at each
     episode (solid) or carried over (dashed). Right: the claim's adaptability, carried minus reset
-    over episodes 2 and later, per ego (grey: trivial egos, 0 by construction)."""
+    over episodes 2 and later, per ego (grey: trivial egos, 0 by construction); the ideal row is
+    an agent that adapts without error: FCP when reset, the oracle's choice for the partner
+    (the agent of its seed that did best with it, cross-fitted) once it has met the partner."""
     cfg = run.cfg
     pairs = read_pairs(run)
-    egos = [names.nestrl_type(cfg), "fcp", "sp", "mep", names.IDEAL, *names.TRIVIAL]
-    fig, grid = plotting.subplots(1, 2, width=4.3, height=3.2)
+    egos = [names.nestrl_type(cfg), "fcp", "sp", "mep", names.BEST_RESPONSE, *names.TRIVIAL]
+    fig, grid = plotting.subplots(1, 2, width=4.3, height=3.4)
     ax, bx = grid[0]
     repeats = np.arange(1, cfg.eval_repeats + 1)
     for i, e in enumerate(egos):
@@ -143,13 +147,21 @@ def adaptability(run):
                                   label=_label(e, cfg) if prefix == "episode" else None)
         mean, half = mean_ci(per_seed_heldout(pairs, e, "adapt", cfg.seeds))
         bx.bar(i, mean, yerr=half, color=color, capsize=2)
+    later = range(2, cfg.eval_repeats + 1)
+    ideal = oracle_heldout(pairs, cfg.seeds, later) - np.mean(
+        [per_seed_heldout(pairs, "fcp", f"episode{j}", cfg.seeds) for j in later], 0)
+    mean, half = mean_ci(ideal)
+    bx.bar(len(egos), mean, yerr=half, color="w", edgecolor="k", hatch="//", capsize=2)
+    ax.plot([], [], "k-", label="reset each episode")
+    ax.plot([], [], "k--", label="carried over")
     ax.set_xticks(repeats)
     ax.set_xlabel("repeated episode with the same partner")
     ax.set_ylabel("episode return (points)")
-    ax.legend(fontsize=6, frameon=False)
+    # the legend above the panel, clear of the bands
+    ax.legend(fontsize=6, frameon=False, ncol=3, loc="lower left", bbox_to_anchor=(0, 1.0))
     bx.axhline(0, color="k", lw=0.6)
-    bx.set_xticks(range(len(egos)), [_label(e, cfg) for e in egos], rotation=40, ha="right",
-                  fontsize=7)
+    bx.set_xticks(range(len(egos) + 1), [*(_label(e, cfg) for e in egos), "ideal (adapts "
+                  "without error)"], rotation=40, ha="right", fontsize=7)
     bx.set_ylabel("carried minus reset return (points)")
     return fig
 

@@ -4,7 +4,8 @@ those jobs never start it)."""
 #: the scripted partners (``env.scripted_action``): trivial rows and held-out proxies
 SCRIPTED = ("random", "subtask", "proxy_onion", "proxy_plate")
 LEARNED_KINDS = ("sp", "fcp", "mep")  # plus level1..levelK
-IDEAL = "br"  # best response to the held-out learned partners: the ideal row, an ego only
+BEST_RESPONSE = "br"  # trained against the held-out learned partners of its seed; an ego only
+ORACLE = "oracle"  # the ideal row: per held-out partner, the seed's best ego (claims.oracle_cell)
 TRIVIAL = ("random", "subtask")
 PROXIES = ("proxy_onion", "proxy_plate")
 

@@ -23,8 +23,8 @@ Training kinds (``train_kinds(cfg)``):
   ``alpha * -log((1/M) sum_m pi_m(a_t | history))`` added to the reward (MEP, Zhao et al. 2023);
 * ``mep``: one learner against the final MEP population (uniform, not prioritised sampling);
 * ``br``: one learner against the held-out learned partners of its seed (every evaluated learned
-  agent of the other seeds): the best response of the ideal row, same budget and same scripted
-  share as every learner.
+  agent of the other seeds), same budget and same scripted share as every learner; one of the
+  agents the ideal row's oracle chooses from (``claims.oracle_cell``).
 
 Scripted share (every kind alike, the best response included, issue 40): the last
 ``round(scripted_share x num_envs)`` episodes of every rollout pair the learner (its seat only)
