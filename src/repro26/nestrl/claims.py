@@ -53,7 +53,7 @@ def lineage(cfg, agent: str) -> tuple[str, ...]:
     (a level-k agent: levels k-1 .. 1 and the level-0 population; br: every job)."""
     if agent in LINEAGE:
         return LINEAGE[agent]
-    if agent in (names.BEST_RESPONSE, names.ORACLE):
+    if agent == names.BEST_RESPONSE:
         from repro26.nestrl.train import train_kinds
 
         return ("br", *(k for k in train_kinds(cfg) if k != "br"))
@@ -143,6 +143,15 @@ def oracle_heldout(pairs, seeds, episodes, groups=HELDOUT_GROUPS) -> np.ndarray:
     """Per seed: the oracle's return (:func:`oracle_cell`) with the held-out partners."""
     return heldout_mean(pairs, lambda layout, seed, g: oracle_cell(pairs, layout, seed, g,
                                                                   episodes), seeds, groups)
+
+
+def ideal_adaptability(pairs, seeds, repeats: int) -> np.ndarray:
+    """Per seed: the adaptability of an agent that adapts without error, FCP when reset and the
+    oracle's choice once it has met the partner: the oracle's return minus FCP's over the
+    repeated episodes 2..``repeats`` (those in which a memory can help)."""
+    later = range(2, repeats + 1)
+    return oracle_heldout(pairs, seeds, later) - np.mean(
+        [per_seed_heldout(pairs, "fcp", f"episode{j}", seeds) for j in later], 0)
 
 
 def self_and_cross(pairs, ego: str, seeds) -> tuple[np.ndarray, np.ndarray]:
@@ -250,10 +259,7 @@ def adaptability_claim(pairs, cfg, budget=None) -> Claim:
     within = {e: per_seed_heldout(pairs, e, "q4", seeds) - per_seed_heldout(pairs, e, "q1", seeds)
               for e in egos}
     fcp_ret = per_seed_heldout(pairs, "fcp", "return", seeds)
-    later = range(2, cfg.eval_repeats + 1)  # the episodes in which a memory can help
-    adapt[names.ORACLE] = (oracle_heldout(pairs, seeds, later)
-                           - np.mean([per_seed_heldout(pairs, "fcp", f"episode{j}", seeds)
-                                      for j in later], 0))
+    adapt[names.ORACLE] = ideal_adaptability(pairs, seeds, cfg.eval_repeats)
     row = lambda e: {"nestrl": summary(adapt[e]), "diff_vs_fcp": _diff(adapt[e], adapt["fcp"])}
     m = {**row(nest), "fcp": summary(adapt["fcp"]),
          "trivial_name": trivial, "trivial_return": summary(triv_ret[trivial]),

@@ -12,10 +12,11 @@ team return (20 per soup, reset), its quarters, the return of each repeated epis
 Both runs start each episode from the same empty kitchen, so the wait for a first soup is the
 same in both and cancels. The reset returns are also kept per half of the envs
 (``episode<j>_half<k>``, each half with both seats), two independent estimates from which the
-claims cross-fit the partner-aware oracle of the ideal row (``claims.oracle_cell``). A pair with a scripted role-switching proxy is played
-``proxy_replicas`` times with independent keys and fresh memories and its row holds the mean
-over them: the two proxies weigh as much in the held-out return as all learned held-out
-partners together, so their evaluation noise would otherwise dominate it (issue 40).
+claims cross-fit the partner-aware oracle of the ideal row (``claims.oracle_cell``). A pair with
+a scripted role-switching proxy is played ``proxy_replicas`` times with independent keys and
+fresh memories and its row holds the mean over them: the two proxies weigh as much in the
+held-out return as all learned held-out partners together, so their evaluation noise would
+otherwise dominate it (issue 40).
 
 Egos: the self-play agent (level-0 self-play member 0), FCP, MEP, the level-k agents (member 0),
 the best response ``br`` (trained against the held-out learned partners of its seed), and the

@@ -8,8 +8,8 @@ from repro26.core import plotting, tables
 from repro26.core.method import figure, figures_by_name
 from repro26.core.stats import mean_ci
 from repro26.nestrl import names
-from repro26.nestrl.claims import (HELDOUT_GROUPS, oracle_heldout, pair_tables, per_seed_heldout,
-                                   read_pairs, train_tables)
+from repro26.nestrl.claims import (HELDOUT_GROUPS, ideal_adaptability, oracle_heldout,
+                                   pair_tables, per_seed_heldout, read_pairs, train_tables)
 from repro26.nestrl.names import SCRIPTED
 
 LABELS = {"sp": "self-play", "fcp": "FCP", "mep": "MEP", "br": "best response",
@@ -147,10 +147,7 @@ def adaptability(run):
                                   label=_label(e, cfg) if prefix == "episode" else None)
         mean, half = mean_ci(per_seed_heldout(pairs, e, "adapt", cfg.seeds))
         bx.bar(i, mean, yerr=half, color=color, capsize=2)
-    later = range(2, cfg.eval_repeats + 1)
-    ideal = oracle_heldout(pairs, cfg.seeds, later) - np.mean(
-        [per_seed_heldout(pairs, "fcp", f"episode{j}", cfg.seeds) for j in later], 0)
-    mean, half = mean_ci(ideal)
+    mean, half = mean_ci(ideal_adaptability(pairs, cfg.seeds, cfg.eval_repeats))
     bx.bar(len(egos), mean, yerr=half, color="w", edgecolor="k", hatch="//", capsize=2)
     ax.plot([], [], "k-", label="reset each episode")
     ax.plot([], [], "k--", label="carried over")
